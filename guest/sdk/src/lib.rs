@@ -1,0 +1,84 @@
+//! # weir-policy
+//!
+//! Write endpoint policies for [weir](../../README.md): WebAssembly components that decide, for one
+//! Kubernetes Service at a time, what its Endpoints object must hold.
+//!
+//! The crate has three parts:
+//! - [`types`]: the WIT contract's records (`Service`, `Pod`, `Endpoints`, `Decision`, ...),
+//!   generated from `wit/endpoints.wit`;
+//! - [`steps`]: upstream kube-controller-manager's endpoint sync, split into steps (select,
+//!   address, ports, pack, capacity, decide) that compile natively and to `wasm32-wasip2`;
+//! - [`Policy`]: a trait whose methods default to those steps. A custom policy overrides one or
+//!   two of them and is exported with [`export_policy!`].
+//!
+//! ```
+//! use weir_policy::{Context, Policy, PodAddress, types::Pod};
+//!
+//! /// Upstream behaviour, except that pods annotated `example.com/drain` are not ready.
+//! #[derive(Default, serde::Deserialize)]
+//! struct Drain {}
+//!
+//! impl Policy for Drain {
+//!     fn address(&self, ctx: &Context, pod: &Pod) -> Option<PodAddress> {
+//!         let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
+//!         if pod.annotations.iter().any(|a| a.key == "example.com/drain") {
+//!             address.ready = false;
+//!         }
+//!         Some(address)
+//!     }
+//! }
+//! // In the component crate: weir_policy::export_policy!(Drain);
+//! let _ = Drain {};
+//! ```
+
+pub mod config;
+pub mod ip;
+pub mod log;
+mod policy;
+pub mod steps;
+pub mod well_known;
+
+pub use config::{ConfigError, parse_config};
+pub use policy::{Context, DefaultPolicy, Entry, Policy, PodAddress, reconcile};
+
+/// Bindings generated from `wit/endpoints.wit`. Policy code uses them through [`types`].
+#[allow(missing_docs, clippy::all, unsafe_code)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "endpoint-policy",
+        additional_derives: [PartialEq, Eq, Hash],
+        pub_export_macro: true,
+        default_bindings_module: "weir_policy::bindings",
+    });
+}
+
+/// The records of the WIT contract (`weir:endpoints/types`).
+pub mod types {
+    pub use crate::bindings::weir::endpoints::types::*;
+}
+
+/// Exports a [`Policy`] type as the component's `reconcile` function.
+///
+/// Use it once, in the `cdylib` crate built for `wasm32-wasip2`. The type is the policy's
+/// configuration too: it implements `serde::Deserialize` and `Default`, and each request's
+/// `config` is parsed into it ([`parse_config`]: empty config gives `Default`, a config that
+/// does not fit is a clear reconcile error).
+#[macro_export]
+macro_rules! export_policy {
+    ($policy:ty) => {
+        #[doc(hidden)]
+        struct __WeirPolicyExport;
+
+        impl $crate::bindings::Guest for __WeirPolicyExport {
+            fn reconcile(
+                request: $crate::types::Request,
+            ) -> ::core::result::Result<$crate::types::Decision, ::std::string::String> {
+                let policy: $policy = $crate::parse_config(&request.config)?;
+                $crate::reconcile(&policy, &request)
+            }
+        }
+
+        $crate::bindings::export!(__WeirPolicyExport);
+    };
+}

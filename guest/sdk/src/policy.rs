@@ -1,0 +1,137 @@
+//! The [`Policy`] trait: upstream's sync as overridable steps, and [`reconcile`], which runs them.
+
+use crate::ip::Family;
+use crate::steps;
+use crate::types::{Decision, EndpointAddress, EndpointPort, EndpointSubset, Pod, Request, Service};
+
+/// What one reconcile knows: the request and the Service it is about.
+pub struct Context<'a> {
+    /// The whole request.
+    pub request: &'a Request,
+    /// The Service being reconciled (a reconcile without one never reaches the steps).
+    pub service: &'a Service,
+    /// The address family published: the Service's primary IP family (spec §7.1).
+    pub family: Family,
+}
+
+/// A pod's address in the Endpoints, and whether it is listed as ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodAddress {
+    /// The address (`ip`, `hostname`, `nodeName`, `targetRef`).
+    pub address: EndpointAddress,
+    /// `true` for `addresses`, `false` for `notReadyAddresses`.
+    pub ready: bool,
+}
+
+/// One (address, port) pair before packing into subsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The address.
+    pub address: EndpointAddress,
+    /// Whether it is ready.
+    pub ready: bool,
+    /// The endpoint port, or `None` for a headless Service without ports.
+    pub port: Option<EndpointPort>,
+}
+
+/// The desired subsets after the capacity step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped {
+    /// The subsets to write.
+    pub subsets: Vec<EndpointSubset>,
+    /// Whether addresses were dropped to fit the capacity (the over-capacity annotation).
+    pub truncated: bool,
+}
+
+/// An endpoint policy. Every method defaults to upstream's behaviour (the matching function
+/// in [`steps`]); override the ones your policy changes and call the default from inside when
+/// you only adjust its result.
+///
+/// The steps run in this order for a Service that exists, is not `ExternalName` and has a
+/// selector: [`select`](Policy::select) → per pod [`address`](Policy::address) and
+/// [`ports`](Policy::ports) → [`entries`](Policy::entries) → [`pack`](Policy::pack) →
+/// [`capacity`](Policy::capacity) → [`decide`](Policy::decide).
+pub trait Policy {
+    /// The pods that may appear in the Endpoints (spec §6): not terminal, with an IP, and not
+    /// terminating unless the Service publishes not-ready addresses.
+    fn select<'p>(&self, ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
+        steps::select::eligible(ctx, pods)
+    }
+
+    /// The pod's address and readiness (spec §7, §9), or `None` to leave the pod out.
+    fn address(&self, ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
+        steps::address::for_pod(ctx, pod)
+    }
+
+    /// The endpoint ports the pod serves (spec §5.7, §8). `None` in the list is a port-less
+    /// entry (headless Service without ports).
+    fn ports(&self, ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
+        steps::ports::for_pod(ctx, pod)
+    }
+
+    /// A last look at every (address, port) entry before packing; upstream changes nothing.
+    /// Policies that need the whole picture (a panic threshold) work here.
+    fn entries(&self, ctx: &Context<'_>, entries: Vec<Entry>) -> Vec<Entry> {
+        let _ = ctx;
+        entries
+    }
+
+    /// Packs entries into canonical subsets (spec §10).
+    fn pack(&self, ctx: &Context<'_>, entries: Vec<Entry>) -> Vec<EndpointSubset> {
+        let _ = ctx;
+        steps::pack::repack(entries)
+    }
+
+    /// Truncates to the capacity of one Endpoints object (spec §12.5, §12.6).
+    fn capacity(&self, ctx: &Context<'_>, subsets: Vec<EndpointSubset>) -> Capped {
+        let _ = ctx;
+        steps::capacity::truncate(subsets, crate::well_known::MAX_CAPACITY)
+    }
+
+    /// Compares with the current Endpoints and decides (spec §11, §12; weir's D1, D2).
+    fn decide(&self, ctx: &Context<'_>, desired: Capped) -> Decision {
+        steps::decide::decide(ctx, desired)
+    }
+}
+
+/// Upstream kube-controller-manager's endpoint controller, unchanged.
+///
+/// It takes no configuration: an empty config or `{}`; any field is refused, so a config meant
+/// for another policy is not silently ignored.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultPolicy {}
+
+impl Policy for DefaultPolicy {}
+
+/// Runs `policy` on one request: the whole reconcile of one Service key (spec §5).
+pub fn reconcile(policy: &impl Policy, request: &Request) -> Result<Decision, String> {
+    let Some(service) = request.service.as_ref() else {
+        // Service gone: delete its Endpoints, whether or not any are cached (spec §5.2).
+        return Ok(Decision::Delete);
+    };
+    if service.namespace != request.namespace || service.name != request.name {
+        return Err(format!(
+            "request for {}/{} carries Service {}/{}",
+            request.namespace, request.name, service.namespace, service.name
+        ));
+    }
+    // ExternalName Services and Services without a selector are left alone (spec §5.3, §5.4).
+    if service.service_type == "ExternalName" || service.selector.is_none() {
+        return Ok(Decision::None);
+    }
+    let ctx = Context { request, service, family: steps::address::primary_family(service) };
+    let mut entries = Vec::new();
+    for pod in policy.select(&ctx, &request.pods) {
+        let Some(PodAddress { address, ready }) = policy.address(&ctx, pod) else {
+            continue;
+        };
+        for port in policy.ports(&ctx, pod) {
+            entries.push(Entry { address: address.clone(), ready, port });
+        }
+    }
+    let entries = policy.entries(&ctx, entries);
+    let subsets = policy.pack(&ctx, entries);
+    let desired = policy.capacity(&ctx, subsets);
+    Ok(policy.decide(&ctx, desired))
+}

@@ -1,0 +1,122 @@
+//! A pod's address and readiness (spec §7, §9; upstream `podToEndpointAddressForService`,
+//! `ShouldSetHostname`, `IsPodReady`).
+
+use crate::Context;
+use crate::PodAddress;
+use crate::ip::{self, Family};
+use crate::types::{EndpointAddress, ObjectReference, Pod, Service};
+
+/// The family a Service publishes: its first `ipFamilies` entry (spec §7.1). The API server
+/// always fills `ipFamilies` for Services with a selector; when it is empty anyway (an old
+/// object), the family of a parseable `clusterIP` is used, else IPv4 (spec §16.3).
+pub fn primary_family(service: &Service) -> Family {
+    match service.ip_families.first() {
+        Some(name) => Family::from_ip_family(name),
+        None => ip::canonical(&service.cluster_ip).map_or(Family::V4, |(_, family)| family),
+    }
+}
+
+/// The first of the pod's `podIPs` in `family`, in canonical form (spec §7.2, §7.3).
+/// `status.podIP` is not consulted, as upstream; text that does not parse is skipped.
+pub fn pod_ip(pod: &Pod, family: Family) -> Option<String> {
+    pod.pod_ips.iter().find_map(|text| match ip::canonical(text) {
+        Some((ip, f)) if f == family => Some(ip),
+        _ => None,
+    })
+}
+
+/// Whether the pod is ready: its first `Ready` condition has status `True` (spec §9.2).
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.conditions
+        .iter()
+        .find(|c| c.condition_type == "Ready")
+        .is_some_and(|c| c.status == "True")
+}
+
+/// The hostname the address carries: the pod's `spec.hostname` when its `subdomain` is the
+/// Service's name in the same namespace, else empty (spec §7.5).
+pub fn hostname(pod: &Pod, service: &Service) -> String {
+    if !pod.hostname.is_empty() && pod.subdomain == service.name && pod.namespace == service.namespace {
+        pod.hostname.clone()
+    } else {
+        String::new()
+    }
+}
+
+/// Upstream's address for `pod`, or `None` when it has no IP of the published family.
+/// Ready when the pod is ready or the Service publishes not-ready addresses (spec §9.1).
+pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
+    let Some(ip) = pod_ip(pod, ctx.family) else {
+        crate::log::debug(&format!("pod {}/{} has no IP of the Service's family", pod.namespace, pod.name));
+        return None;
+    };
+    let address = EndpointAddress {
+        ip,
+        hostname: hostname(pod, ctx.service),
+        // Always set, even to "" for an unscheduled pod (spec §7.4).
+        node_name: Some(pod.node_name.clone()),
+        target_ref: Some(ObjectReference {
+            kind: "Pod".into(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+            api_version: String::new(),
+            field_path: String::new(),
+        }),
+    };
+    Some(PodAddress { address, ready: ctx.service.publish_not_ready_addresses || is_ready(pod) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::fixtures::{pod, service};
+
+    #[test]
+    fn first_ip_of_the_primary_family_wins() {
+        let mut p = pod("a", "10.0.0.1", true);
+        p.pod_ips = vec!["FD00::0:1".into(), "10.0.0.1".into(), "fd00::2".into()];
+        assert_eq!(pod_ip(&p, Family::V6).as_deref(), Some("fd00::1"));
+        assert_eq!(pod_ip(&p, Family::V4).as_deref(), Some("10.0.0.1"));
+        p.pod_ips.clear();
+        assert_eq!(pod_ip(&p, Family::V4), None, "status.podIP is not consulted");
+    }
+
+    #[test]
+    fn family_falls_back_to_cluster_ip() {
+        let mut s = service();
+        s.ip_families.clear();
+        s.cluster_ip = "fd00::10".into();
+        assert_eq!(primary_family(&s), Family::V6);
+        s.cluster_ip = "None".into();
+        assert_eq!(primary_family(&s), Family::V4);
+    }
+
+    #[test]
+    fn readiness_uses_the_first_ready_condition() {
+        let mut p = pod("a", "10.0.0.1", true);
+        assert!(is_ready(&p));
+        p.conditions.insert(0, crate::types::PodCondition {
+            condition_type: "Ready".into(),
+            status: "False".into(),
+            last_transition_time: None,
+        });
+        assert!(!is_ready(&p));
+        p.conditions.clear();
+        assert!(!is_ready(&p));
+    }
+
+    #[test]
+    fn hostname_needs_matching_subdomain_and_namespace() {
+        let s = service();
+        let mut p = pod("a", "10.0.0.1", true);
+        p.hostname = "h".into();
+        p.subdomain = s.name.clone();
+        assert_eq!(hostname(&p, &s), "h");
+        p.namespace = "other".into();
+        assert_eq!(hostname(&p, &s), "");
+        p.namespace = s.namespace.clone();
+        p.subdomain = "other".into();
+        assert_eq!(hostname(&p, &s), "");
+    }
+}

@@ -1,0 +1,12 @@
+//! Upstream's endpoint sync, one step per module. Each is a plain function a [`Policy`]
+//! (crate::Policy) calls by default and a custom policy may call from its own override.
+
+pub mod address;
+pub mod capacity;
+pub mod decide;
+pub mod pack;
+pub mod ports;
+pub mod select;
+
+#[cfg(test)]
+pub(crate) mod fixtures;

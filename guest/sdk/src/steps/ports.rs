@@ -1,0 +1,76 @@
+//! Port resolution (spec §5.7 d–e, §8; upstream `FindPort`, `endpointPortFromServicePort`).
+
+use crate::Context;
+use crate::types::{EndpointPort, Pod, ServicePort, TargetPort};
+use crate::well_known::CLUSTER_IP_NONE;
+
+/// The container port a Service port targets on `pod`, or `None` when a named target port is
+/// not declared with the same protocol (spec §8.2, §8.3). The pod's `container-ports` are in
+/// upstream's lookup order already (containers, then sidecar init containers).
+pub fn find_port(pod: &Pod, service_port: &ServicePort) -> Option<i32> {
+    match &service_port.target_port {
+        TargetPort::Number(n) => Some(*n),
+        TargetPort::Name(name) => pod
+            .container_ports
+            .iter()
+            .find(|p| &p.name == name && p.protocol == service_port.protocol)
+            .map(|p| p.port),
+    }
+}
+
+/// The endpoint port for a resolved Service port: its name, protocol and appProtocol, and the
+/// resolved number (spec §8.5).
+pub fn endpoint_port(service_port: &ServicePort, port: i32) -> EndpointPort {
+    EndpointPort {
+        name: service_port.name.clone(),
+        port,
+        protocol: service_port.protocol.clone(),
+        app_protocol: service_port.app_protocol.clone(),
+    }
+}
+
+/// Every endpoint port `pod` serves for the Service, in Service port order. A Service without
+/// ports gives one port-less entry (`None`) when headless and nothing otherwise (spec §5.7).
+pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
+    let service = ctx.service;
+    if service.ports.is_empty() {
+        return if service.cluster_ip == CLUSTER_IP_NONE { vec![None] } else { Vec::new() };
+    }
+    service
+        .ports
+        .iter()
+        .filter_map(|sp| match find_port(pod, sp) {
+            Some(port) => Some(Some(endpoint_port(sp, port))),
+            None => {
+                crate::log::debug(&format!(
+                    "pod {}/{} declares no port for service port {:?}",
+                    pod.namespace, pod.name, sp.name
+                ));
+                None
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::fixtures::{container_port, pod, service_port};
+
+    #[test]
+    fn named_port_needs_name_and_protocol() {
+        let mut p = pod("a", "10.0.0.1", true);
+        p.container_ports = vec![container_port("http", 8080, "UDP"), container_port("http", 8081, "TCP")];
+        let sp = service_port("web", 80, TargetPort::Name("http".into()), "TCP");
+        assert_eq!(find_port(&p, &sp), Some(8081));
+        let sp = service_port("web", 80, TargetPort::Name("grpc".into()), "TCP");
+        assert_eq!(find_port(&p, &sp), None);
+    }
+
+    #[test]
+    fn number_is_used_as_is() {
+        let p = pod("a", "10.0.0.1", true);
+        let sp = service_port("web", 80, TargetPort::Number(9376), "SCTP");
+        assert_eq!(find_port(&p, &sp), Some(9376));
+    }
+}

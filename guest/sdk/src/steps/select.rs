@@ -1,0 +1,61 @@
+//! Which pods may appear at all (spec §6, upstream `ShouldPodBeInEndpoints`).
+
+use crate::Context;
+use crate::types::Pod;
+
+/// Whether `pod` may appear in the Endpoints of a Service with the given
+/// `publishNotReadyAddresses`: terminal pods never, pods without any IP never, terminating pods
+/// only when not-ready addresses are published.
+pub fn is_eligible(pod: &Pod, publish_not_ready_addresses: bool) -> bool {
+    if pod.phase == "Failed" || pod.phase == "Succeeded" {
+        return false;
+    }
+    let has_ip = pod.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty()) || !pod.pod_ips.is_empty();
+    if !has_ip {
+        return false;
+    }
+    !pod.terminating || publish_not_ready_addresses
+}
+
+/// The eligible pods of the request, in request order.
+pub fn eligible<'p>(ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
+    let publish = ctx.service.publish_not_ready_addresses;
+    pods.iter().filter(|pod| is_eligible(pod, publish)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::fixtures::pod;
+
+    #[test]
+    fn terminal_phases_are_excluded_even_when_published() {
+        for phase in ["Failed", "Succeeded"] {
+            let mut p = pod("a", "10.0.0.1", true);
+            p.phase = phase.into();
+            assert!(!is_eligible(&p, true), "{phase}");
+        }
+        for phase in ["Pending", "Running", "Unknown", ""] {
+            let mut p = pod("a", "10.0.0.1", false);
+            p.phase = phase.into();
+            assert!(is_eligible(&p, false), "{phase}");
+        }
+    }
+
+    #[test]
+    fn terminating_needs_publish_not_ready() {
+        let mut p = pod("a", "10.0.0.1", true);
+        p.terminating = true;
+        assert!(!is_eligible(&p, false));
+        assert!(is_eligible(&p, true));
+    }
+
+    #[test]
+    fn no_ip_is_excluded_but_pod_ip_alone_is_enough() {
+        let mut p = pod("a", "10.0.0.1", true);
+        p.pod_ips.clear();
+        assert!(is_eligible(&p, false));
+        p.pod_ip = None;
+        assert!(!is_eligible(&p, true));
+    }
+}
