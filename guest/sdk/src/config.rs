@@ -49,7 +49,9 @@ mod tests {
 
     #[test]
     fn errors_name_the_problem() {
-        let err = parse_config::<Sample>(r#"{"shares": 1}"#).unwrap_err().to_string();
+        let err = parse_config::<Sample>(r#"{"shares": 1}"#)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown field `shares`"), "{err}");
     }
 }

@@ -16,7 +16,11 @@ impl Family {
     /// The family a Service's `ipFamilies` entry names: `IPv6` is IPv6, anything else IPv4
     /// (upstream compares with `IPv6` only).
     pub fn from_ip_family(name: &str) -> Family {
-        if name == "IPv6" { Family::V6 } else { Family::V4 }
+        if name == "IPv6" {
+            Family::V6
+        } else {
+            Family::V4
+        }
     }
 }
 
@@ -54,7 +58,11 @@ fn parse_v4_sloppy(text: &str) -> Option<Ipv4Addr> {
             return None;
         }
         let digits = part.trim_start_matches('0');
-        *octet = if digits.is_empty() { 0 } else { u8::try_from(digits.parse::<u32>().ok()?).ok()? };
+        *octet = if digits.is_empty() {
+            0
+        } else {
+            u8::try_from(digits.parse::<u32>().ok()?).ok()?
+        };
     }
     parts.next().is_none().then(|| Ipv4Addr::from(octets))
 }
@@ -79,7 +87,10 @@ mod tests {
 
     #[test]
     fn leading_zeros_are_decimal() {
-        assert_eq!(canonical("010.244.001.009"), Some(("10.244.1.9".into(), Family::V4)));
+        assert_eq!(
+            canonical("010.244.001.009"),
+            Some(("10.244.1.9".into(), Family::V4))
+        );
         assert_eq!(canonical("0.0.0.0"), Some(("0.0.0.0".into(), Family::V4)));
     }
 
@@ -93,13 +104,28 @@ mod tests {
 
     #[test]
     fn ipv4_mapped_counts_as_ipv4() {
-        assert_eq!(canonical("::ffff:10.1.2.3"), Some(("10.1.2.3".into(), Family::V4)));
-        assert_eq!(canonical("::ffff:010.1.2.3"), Some(("10.1.2.3".into(), Family::V4)));
+        assert_eq!(
+            canonical("::ffff:10.1.2.3"),
+            Some(("10.1.2.3".into(), Family::V4))
+        );
+        assert_eq!(
+            canonical("::ffff:010.1.2.3"),
+            Some(("10.1.2.3".into(), Family::V4))
+        );
     }
 
     #[test]
     fn garbage_is_rejected() {
-        for bad in ["", "1.2.3", "1.2.3.4.5", "256.1.1.1", "a.b.c.d", "1..2.3", "::g", "1.2.3.-4"] {
+        for bad in [
+            "",
+            "1.2.3",
+            "1.2.3.4.5",
+            "256.1.1.1",
+            "a.b.c.d",
+            "1..2.3",
+            "::g",
+            "1.2.3.-4",
+        ] {
             assert_eq!(canonical(bad), None, "{bad}");
         }
     }

@@ -2,7 +2,9 @@
 
 use crate::ip::Family;
 use crate::steps;
-use crate::types::{Decision, EndpointAddress, EndpointPort, EndpointSubset, Pod, Request, Service};
+use crate::types::{
+    Decision, EndpointAddress, EndpointPort, EndpointSubset, Pod, Request, Service,
+};
 
 /// What one reconcile knows: the request and the Service it is about.
 pub struct Context<'a> {
@@ -120,14 +122,22 @@ pub fn reconcile(policy: &impl Policy, request: &Request) -> Result<Decision, St
     if service.service_type == "ExternalName" || service.selector.is_none() {
         return Ok(Decision::None);
     }
-    let ctx = Context { request, service, family: steps::address::primary_family(service) };
+    let ctx = Context {
+        request,
+        service,
+        family: steps::address::primary_family(service),
+    };
     let mut entries = Vec::new();
     for pod in policy.select(&ctx, &request.pods) {
         let Some(PodAddress { address, ready }) = policy.address(&ctx, pod) else {
             continue;
         };
         for port in policy.ports(&ctx, pod) {
-            entries.push(Entry { address: address.clone(), ready, port });
+            entries.push(Entry {
+                address: address.clone(),
+                ready,
+                port,
+            });
         }
     }
     let entries = policy.entries(&ctx, entries);

@@ -204,7 +204,10 @@ impl ApiError {
         Self::new(
             409,
             "AlreadyExists",
-            format!("{} \"{name}\" already exists", Self::qualified(resource, group)),
+            format!(
+                "{} \"{name}\" already exists",
+                Self::qualified(resource, group)
+            ),
         )
         .with_details(Self::details_for(resource, group, name))
     }
@@ -233,7 +236,12 @@ impl ApiError {
         .with_details(Self::details_for(resource, group, name))
     }
 
-    pub(crate) fn invalid(kind: &str, group: &str, name: &str, causes: Vec<(String, String)>) -> Self {
+    pub(crate) fn invalid(
+        kind: &str,
+        group: &str,
+        name: &str,
+        causes: Vec<(String, String)>,
+    ) -> Self {
         let msg = causes
             .iter()
             .map(|(f, m)| format!("{f}: {m}"))

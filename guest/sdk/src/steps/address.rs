@@ -19,10 +19,12 @@ pub fn primary_family(service: &Service) -> Family {
 /// The first of the pod's `podIPs` in `family`, in canonical form (spec §7.2, §7.3).
 /// `status.podIP` is not consulted, as upstream; text that does not parse is skipped.
 pub fn pod_ip(pod: &Pod, family: Family) -> Option<String> {
-    pod.pod_ips.iter().find_map(|text| match ip::canonical(text) {
-        Some((ip, f)) if f == family => Some(ip),
-        _ => None,
-    })
+    pod.pod_ips
+        .iter()
+        .find_map(|text| match ip::canonical(text) {
+            Some((ip, f)) if f == family => Some(ip),
+            _ => None,
+        })
 }
 
 /// Whether the pod is ready: its first `Ready` condition has status `True` (spec §9.2).
@@ -36,7 +38,10 @@ pub fn is_ready(pod: &Pod) -> bool {
 /// The hostname the address carries: the pod's `spec.hostname` when its `subdomain` is the
 /// Service's name in the same namespace, else empty (spec §7.5).
 pub fn hostname(pod: &Pod, service: &Service) -> String {
-    if !pod.hostname.is_empty() && pod.subdomain == service.name && pod.namespace == service.namespace {
+    if !pod.hostname.is_empty()
+        && pod.subdomain == service.name
+        && pod.namespace == service.namespace
+    {
         pod.hostname.clone()
     } else {
         String::new()
@@ -47,7 +52,10 @@ pub fn hostname(pod: &Pod, service: &Service) -> String {
 /// Ready when the pod is ready or the Service publishes not-ready addresses (spec §9.1).
 pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
     let Some(ip) = pod_ip(pod, ctx.family) else {
-        crate::log::debug(&format!("pod {}/{} has no IP of the Service's family", pod.namespace, pod.name));
+        crate::log::debug(&format!(
+            "pod {}/{} has no IP of the Service's family",
+            pod.namespace, pod.name
+        ));
         return None;
     };
     let address = EndpointAddress {
@@ -64,7 +72,10 @@ pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
             field_path: String::new(),
         }),
     };
-    Some(PodAddress { address, ready: ctx.service.publish_not_ready_addresses || is_ready(pod) })
+    Some(PodAddress {
+        address,
+        ready: ctx.service.publish_not_ready_addresses || is_ready(pod),
+    })
 }
 
 #[cfg(test)]
@@ -79,7 +90,11 @@ mod tests {
         assert_eq!(pod_ip(&p, Family::V6).as_deref(), Some("fd00::1"));
         assert_eq!(pod_ip(&p, Family::V4).as_deref(), Some("10.0.0.1"));
         p.pod_ips.clear();
-        assert_eq!(pod_ip(&p, Family::V4), None, "status.podIP is not consulted");
+        assert_eq!(
+            pod_ip(&p, Family::V4),
+            None,
+            "status.podIP is not consulted"
+        );
     }
 
     #[test]
@@ -96,11 +111,14 @@ mod tests {
     fn readiness_uses_the_first_ready_condition() {
         let mut p = pod("a", "10.0.0.1", true);
         assert!(is_ready(&p));
-        p.conditions.insert(0, crate::types::PodCondition {
-            condition_type: "Ready".into(),
-            status: "False".into(),
-            last_transition_time: None,
-        });
+        p.conditions.insert(
+            0,
+            crate::types::PodCondition {
+                condition_type: "Ready".into(),
+                status: "False".into(),
+                last_transition_time: None,
+            },
+        );
         assert!(!is_ready(&p));
         p.conditions.clear();
         assert!(!is_ready(&p));

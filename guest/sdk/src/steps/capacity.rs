@@ -10,10 +10,17 @@ use crate::types::EndpointSubset;
 pub fn truncate(mut subsets: Vec<EndpointSubset>, max: usize) -> Capped {
     let (ready, not_ready) = count(&subsets);
     if ready + not_ready <= max {
-        return Capped { subsets, truncated: false };
+        return Capped {
+            subsets,
+            truncated: false,
+        };
     }
     let truncate_ready = ready > max;
-    let (budget, total) = if truncate_ready { (max, ready) } else { (max - ready, not_ready) };
+    let (budget, total) = if truncate_ready {
+        (max, ready)
+    } else {
+        (max - ready, not_ready)
+    };
     let mut left = budget;
     for subset in &mut subsets {
         let list = if truncate_ready {
@@ -27,7 +34,10 @@ pub fn truncate(mut subsets: Vec<EndpointSubset>, max: usize) -> Capped {
         list.truncate(share.min(left));
         left -= list.len();
     }
-    Capped { subsets, truncated: true }
+    Capped {
+        subsets,
+        truncated: true,
+    }
 }
 
 #[cfg(test)]
@@ -36,10 +46,17 @@ mod tests {
     use crate::steps::fixtures::{address, port};
 
     fn subset(ready: usize, not_ready: usize, offset: usize) -> EndpointSubset {
-        let addr = |i: usize| address(&format!("10.{}.{}.{}", i / 65536, (i / 256) % 256, i % 256), "");
+        let addr = |i: usize| {
+            address(
+                &format!("10.{}.{}.{}", i / 65536, (i / 256) % 256, i % 256),
+                "",
+            )
+        };
         EndpointSubset {
             addresses: (offset..offset + ready).map(addr).collect(),
-            not_ready_addresses: (offset + ready..offset + ready + not_ready).map(addr).collect(),
+            not_ready_addresses: (offset + ready..offset + ready + not_ready)
+                .map(addr)
+                .collect(),
             ports: vec![port("p", offset as i32)],
         }
     }
@@ -69,7 +86,10 @@ mod tests {
 
     #[test]
     fn rounding_up_is_absorbed_by_later_subsets() {
-        let capped = truncate(vec![subset(3, 0, 0), subset(3, 0, 100), subset(3, 0, 200)], 8);
+        let capped = truncate(
+            vec![subset(3, 0, 0), subset(3, 0, 100), subset(3, 0, 200)],
+            8,
+        );
         let sizes: Vec<_> = capped.subsets.iter().map(|s| s.addresses.len()).collect();
         assert_eq!(sizes, [3, 3, 2]);
     }

@@ -4,15 +4,19 @@
 use crate::Context;
 use crate::policy::Capped;
 use crate::steps::pack::count;
-use crate::types::{Decision, EndpointAddress, EndpointPort, EndpointSubset, Endpoints, KeyValue, Service};
+use crate::types::{
+    Decision, EndpointAddress, EndpointPort, EndpointSubset, Endpoints, KeyValue, Service,
+};
 use crate::well_known::{
-    CLUSTER_IP_NONE, CONTROLLER_NAME, HEADLESS_LABEL, LAST_CHANGE_TRIGGER_TIME_ANNOTATION, MANAGED_BY_LABEL,
-    MAX_CAPACITY, OVER_CAPACITY_ANNOTATION, TRUNCATED,
+    CLUSTER_IP_NONE, CONTROLLER_NAME, HEADLESS_LABEL, LAST_CHANGE_TRIGGER_TIME_ANNOTATION,
+    MANAGED_BY_LABEL, MAX_CAPACITY, OVER_CAPACITY_ANNOTATION, TRUNCATED,
 };
 
 /// The value of `key` in a label or annotation list.
 pub fn get<'a>(map: &'a [KeyValue], key: &str) -> Option<&'a str> {
-    map.iter().find(|kv| kv.key == key).map(|kv| kv.value.as_str())
+    map.iter()
+        .find(|kv| kv.key == key)
+        .map(|kv| kv.value.as_str())
 }
 
 /// Sets `key` to `value`, or removes it when `value` is `None`; other entries keep their order.
@@ -22,7 +26,10 @@ pub fn set(map: &mut Vec<KeyValue>, key: &str, value: Option<&str>) {
         (Some(i), None) => {
             map.remove(i);
         }
-        (None, Some(v)) => map.push(KeyValue { key: key.to_string(), value: v.to_string() }),
+        (None, Some(v)) => map.push(KeyValue {
+            key: key.to_string(),
+            value: v.to_string(),
+        }),
         (None, None) => {}
     }
 }
@@ -36,7 +43,11 @@ pub fn is_headless(service: &Service) -> bool {
 /// cluster IP, plus the managed-by label (spec §12.2). Sorted by key.
 pub fn desired_labels(service: &Service) -> Vec<KeyValue> {
     let mut labels: Vec<KeyValue> = service.labels.clone();
-    set(&mut labels, HEADLESS_LABEL, is_headless(service).then_some(""));
+    set(
+        &mut labels,
+        HEADLESS_LABEL,
+        is_headless(service).then_some(""),
+    );
     set(&mut labels, MANAGED_BY_LABEL, Some(CONTROLLER_NAME));
     labels.sort_by(|a, b| a.key.cmp(&b.key));
     labels
@@ -47,8 +58,15 @@ pub fn desired_labels(service: &Service) -> Vec<KeyValue> {
 pub fn labels_correct(stored: &[KeyValue], service: &Service) -> bool {
     let relevant = |kv: &&KeyValue| kv.key != MANAGED_BY_LABEL && kv.key != HEADLESS_LABEL;
     get(stored, MANAGED_BY_LABEL) == Some(CONTROLLER_NAME)
-        && stored.iter().filter(relevant).all(|kv| get(&service.labels, &kv.key) == Some(&kv.value))
-        && service.labels.iter().filter(relevant).all(|kv| get(stored, &kv.key) == Some(&kv.value))
+        && stored
+            .iter()
+            .filter(relevant)
+            .all(|kv| get(&service.labels, &kv.key) == Some(&kv.value))
+        && service
+            .labels
+            .iter()
+            .filter(relevant)
+            .all(|kv| get(stored, &kv.key) == Some(&kv.value))
 }
 
 type AddressForm = (String, String, Option<String>, Option<[String; 6]>);
@@ -57,13 +75,31 @@ type SubsetForm = (Vec<AddressForm>, Vec<AddressForm>, Vec<PortForm>);
 
 fn address_form(a: &EndpointAddress) -> AddressForm {
     let target = a.target_ref.as_ref().map(|r| {
-        [&r.kind, &r.namespace, &r.name, &r.uid, &r.api_version, &r.field_path].map(String::clone)
+        [
+            &r.kind,
+            &r.namespace,
+            &r.name,
+            &r.uid,
+            &r.api_version,
+            &r.field_path,
+        ]
+        .map(String::clone)
     });
-    (a.ip.clone(), a.hostname.clone(), a.node_name.clone(), target)
+    (
+        a.ip.clone(),
+        a.hostname.clone(),
+        a.node_name.clone(),
+        target,
+    )
 }
 
 fn port_form(p: &EndpointPort) -> PortForm {
-    (p.name.clone(), p.port, p.protocol.clone(), p.app_protocol.clone())
+    (
+        p.name.clone(),
+        p.port,
+        p.protocol.clone(),
+        p.app_protocol.clone(),
+    )
 }
 
 fn subsets_form(subsets: &[EndpointSubset]) -> Vec<SubsetForm> {
@@ -107,7 +143,11 @@ pub fn capacity_correct(stored: &Endpoints, truncated: bool) -> bool {
 /// else create or update with the object built as in spec §12.
 pub fn decide(ctx: &Context<'_>, desired: Capped) -> Decision {
     let service = ctx.service;
-    let current = ctx.request.current.as_ref().filter(|c| !c.resource_version.is_empty());
+    let current = ctx
+        .request
+        .current
+        .as_ref()
+        .filter(|c| !c.resource_version.is_empty());
     if let Some(stored) = current {
         if subsets_equal(&stored.subsets, &desired.subsets)
             && labels_correct(&stored.labels, service)
@@ -118,17 +158,31 @@ pub fn decide(ctx: &Context<'_>, desired: Capped) -> Decision {
     }
     // Unrelated annotations of the stored object survive (spec §12.1, §12.3).
     let mut annotations = current.map(|c| c.annotations.clone()).unwrap_or_default();
-    set(&mut annotations, LAST_CHANGE_TRIGGER_TIME_ANNOTATION, ctx.request.trigger_time.as_deref());
-    set(&mut annotations, OVER_CAPACITY_ANNOTATION, desired.truncated.then_some(TRUNCATED));
+    set(
+        &mut annotations,
+        LAST_CHANGE_TRIGGER_TIME_ANNOTATION,
+        ctx.request.trigger_time.as_deref(),
+    );
+    set(
+        &mut annotations,
+        OVER_CAPACITY_ANNOTATION,
+        desired.truncated.then_some(TRUNCATED),
+    );
     let endpoints = Endpoints {
         namespace: service.namespace.clone(),
         name: service.name.clone(),
         labels: desired_labels(service),
         annotations,
-        resource_version: current.map(|c| c.resource_version.clone()).unwrap_or_default(),
+        resource_version: current
+            .map(|c| c.resource_version.clone())
+            .unwrap_or_default(),
         subsets: desired.subsets,
     };
-    if current.is_some() { Decision::Update(endpoints) } else { Decision::Create(endpoints) }
+    if current.is_some() {
+        Decision::Update(endpoints)
+    } else {
+        Decision::Create(endpoints)
+    }
 }
 
 #[cfg(test)]
@@ -140,11 +194,25 @@ mod tests {
     fn labels_ignore_headless_and_need_managed_by() {
         let mut s = service();
         s.labels = vec![kv("app", "web")];
-        let good = vec![kv("app", "web"), kv(MANAGED_BY_LABEL, CONTROLLER_NAME), kv(HEADLESS_LABEL, "")];
+        let good = vec![
+            kv("app", "web"),
+            kv(MANAGED_BY_LABEL, CONTROLLER_NAME),
+            kv(HEADLESS_LABEL, ""),
+        ];
         assert!(labels_correct(&good, &s));
         assert!(!labels_correct(&[kv("app", "web")], &s));
-        assert!(!labels_correct(&[kv("app", "web"), kv(MANAGED_BY_LABEL, CONTROLLER_NAME), kv("x", "y")], &s));
-        assert!(!labels_correct(&[kv(MANAGED_BY_LABEL, CONTROLLER_NAME)], &s));
+        assert!(!labels_correct(
+            &[
+                kv("app", "web"),
+                kv(MANAGED_BY_LABEL, CONTROLLER_NAME),
+                kv("x", "y")
+            ],
+            &s
+        ));
+        assert!(!labels_correct(
+            &[kv(MANAGED_BY_LABEL, CONTROLLER_NAME)],
+            &s
+        ));
     }
 
     #[test]
@@ -152,8 +220,17 @@ mod tests {
         let mut s = service();
         s.labels = vec![kv(MANAGED_BY_LABEL, "someone"), kv(HEADLESS_LABEL, "")];
         s.cluster_ip = "10.0.0.1".into();
-        assert_eq!(desired_labels(&s), vec![kv(MANAGED_BY_LABEL, CONTROLLER_NAME)]);
+        assert_eq!(
+            desired_labels(&s),
+            vec![kv(MANAGED_BY_LABEL, CONTROLLER_NAME)]
+        );
         s.cluster_ip = String::new();
-        assert_eq!(desired_labels(&s), vec![kv(MANAGED_BY_LABEL, CONTROLLER_NAME), kv(HEADLESS_LABEL, "")]);
+        assert_eq!(
+            desired_labels(&s),
+            vec![
+                kv(MANAGED_BY_LABEL, CONTROLLER_NAME),
+                kv(HEADLESS_LABEL, "")
+            ]
+        );
     }
 }

@@ -3,7 +3,10 @@
 use crate::types::*;
 
 pub fn kv(key: &str, value: &str) -> KeyValue {
-    KeyValue { key: key.into(), value: value.into() }
+    KeyValue {
+        key: key.into(),
+        value: value.into(),
+    }
 }
 
 pub fn service() -> Service {
@@ -25,11 +28,21 @@ pub fn service() -> Service {
 }
 
 pub fn service_port(name: &str, port: i32, target: TargetPort, protocol: &str) -> ServicePort {
-    ServicePort { name: name.into(), protocol: protocol.into(), port, target_port: target, app_protocol: None }
+    ServicePort {
+        name: name.into(),
+        protocol: protocol.into(),
+        port,
+        target_port: target,
+        app_protocol: None,
+    }
 }
 
 pub fn container_port(name: &str, port: i32, protocol: &str) -> ContainerPort {
-    ContainerPort { name: name.into(), port, protocol: protocol.into() }
+    ContainerPort {
+        name: name.into(),
+        port,
+        protocol: protocol.into(),
+    }
 }
 
 pub fn pod(name: &str, ip: &str, ready: bool) -> Pod {
@@ -72,5 +85,10 @@ pub fn address(ip: &str, uid: &str) -> EndpointAddress {
 }
 
 pub fn port(name: &str, number: i32) -> EndpointPort {
-    EndpointPort { name: name.into(), port: number, protocol: "TCP".into(), app_protocol: None }
+    EndpointPort {
+        name: name.into(),
+        port: number,
+        protocol: "TCP".into(),
+        app_protocol: None,
+    }
 }

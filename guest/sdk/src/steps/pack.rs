@@ -11,13 +11,22 @@ pub type AddressKey = (String, String);
 
 /// The identity of `address`.
 pub fn address_key(address: &EndpointAddress) -> AddressKey {
-    let uid = address.target_ref.as_ref().map(|r| r.uid.clone()).unwrap_or_default();
+    let uid = address
+        .target_ref
+        .as_ref()
+        .map(|r| r.uid.clone())
+        .unwrap_or_default();
     (address.ip.clone(), uid)
 }
 
 /// A sortable form of a port, used to order ports and subsets deterministically.
 pub fn port_key(port: &EndpointPort) -> (&str, i32, &str, Option<&str>) {
-    (&port.name, port.port, &port.protocol, port.app_protocol.as_deref())
+    (
+        &port.name,
+        port.port,
+        &port.protocol,
+        port.app_protocol.as_deref(),
+    )
 }
 
 type Members = BTreeMap<AddressKey, (EndpointAddress, bool)>;
@@ -29,7 +38,12 @@ type Members = BTreeMap<AddressKey, (EndpointAddress, bool)>;
 pub fn repack(entries: Vec<Entry>) -> Vec<EndpointSubset> {
     let mut ports: Vec<(Option<EndpointPort>, Members)> = Vec::new();
     let mut index: HashMap<Option<EndpointPort>, usize> = HashMap::new();
-    for Entry { address, ready, port } in entries {
+    for Entry {
+        address,
+        ready,
+        port,
+    } in entries
+    {
         let slot = *index.entry(port.clone()).or_insert_with(|| {
             ports.push((port, BTreeMap::new()));
             ports.len() - 1
@@ -45,7 +59,8 @@ pub fn repack(entries: Vec<Entry>) -> Vec<EndpointSubset> {
     let mut groups: Vec<(Vec<(AddressKey, bool)>, Members, Vec<EndpointPort>)> = Vec::new();
     let mut by_members: HashMap<Vec<(AddressKey, bool)>, usize> = HashMap::new();
     for (port, members) in ports {
-        let signature: Vec<(AddressKey, bool)> = members.iter().map(|(k, (_, r))| (k.clone(), *r)).collect();
+        let signature: Vec<(AddressKey, bool)> =
+            members.iter().map(|(k, (_, r))| (k.clone(), *r)).collect();
         let slot = match by_members.get(&signature) {
             Some(&slot) => slot,
             None => {
@@ -64,9 +79,17 @@ pub fn repack(entries: Vec<Entry>) -> Vec<EndpointSubset> {
             let (mut addresses, mut not_ready_addresses) = (Vec::new(), Vec::new());
             // BTreeMap iteration is in key order, which is the canonical address order.
             for (address, ready) in members.into_values() {
-                if ready { addresses.push(address) } else { not_ready_addresses.push(address) }
+                if ready {
+                    addresses.push(address)
+                } else {
+                    not_ready_addresses.push(address)
+                }
             }
-            EndpointSubset { addresses, not_ready_addresses, ports }
+            EndpointSubset {
+                addresses,
+                not_ready_addresses,
+                ports,
+            }
         })
         .collect();
     sort_subsets(&mut subsets);
@@ -81,14 +104,23 @@ pub fn sort_subsets(subsets: &mut [EndpointSubset]) {
         s.ports.iter().map(port_key).collect()
     }
     fn first(s: &EndpointSubset) -> (Option<AddressKey>, Option<AddressKey>) {
-        (s.addresses.first().map(address_key), s.not_ready_addresses.first().map(address_key))
+        (
+            s.addresses.first().map(address_key),
+            s.not_ready_addresses.first().map(address_key),
+        )
     }
-    subsets.sort_by(|a, b| ports(a).cmp(&ports(b)).then_with(|| first(a).cmp(&first(b))));
+    subsets.sort_by(|a, b| {
+        ports(a)
+            .cmp(&ports(b))
+            .then_with(|| first(a).cmp(&first(b)))
+    });
 }
 
 /// Total (ready, not ready) addresses over all subsets.
 pub fn count(subsets: &[EndpointSubset]) -> (usize, usize) {
-    subsets.iter().fold((0, 0), |(r, n), s| (r + s.addresses.len(), n + s.not_ready_addresses.len()))
+    subsets.iter().fold((0, 0), |(r, n), s| {
+        (r + s.addresses.len(), n + s.not_ready_addresses.len())
+    })
 }
 
 #[cfg(test)]
@@ -97,7 +129,11 @@ mod tests {
     use crate::steps::fixtures::{address, port};
 
     fn entry(ip: &str, uid: &str, ready: bool, p: Option<EndpointPort>) -> Entry {
-        Entry { address: address(ip, uid), ready, port: p }
+        Entry {
+            address: address(ip, uid),
+            ready,
+            port: p,
+        }
     }
 
     #[test]
@@ -112,10 +148,16 @@ mod tests {
             entry("10.0.0.3", "c", false, Some(metrics.clone())),
         ]);
         assert_eq!(subsets.len(), 2);
-        let http_subset = subsets.iter().find(|s| s.ports == vec![http.clone()]).unwrap();
+        let http_subset = subsets
+            .iter()
+            .find(|s| s.ports == vec![http.clone()])
+            .unwrap();
         assert_eq!(http_subset.addresses.len(), 2);
         assert_eq!(http_subset.not_ready_addresses.len(), 1);
-        let metrics_subset = subsets.iter().find(|s| s.ports == vec![metrics.clone()]).unwrap();
+        let metrics_subset = subsets
+            .iter()
+            .find(|s| s.ports == vec![metrics.clone()])
+            .unwrap();
         assert_eq!(metrics_subset.addresses.len(), 1);
 
         let merged = repack(vec![

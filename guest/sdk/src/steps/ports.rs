@@ -34,7 +34,11 @@ pub fn endpoint_port(service_port: &ServicePort, port: i32) -> EndpointPort {
 pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
     let service = ctx.service;
     if service.ports.is_empty() {
-        return if service.cluster_ip == CLUSTER_IP_NONE { vec![None] } else { Vec::new() };
+        return if service.cluster_ip == CLUSTER_IP_NONE {
+            vec![None]
+        } else {
+            Vec::new()
+        };
     }
     service
         .ports
@@ -60,7 +64,10 @@ mod tests {
     #[test]
     fn named_port_needs_name_and_protocol() {
         let mut p = pod("a", "10.0.0.1", true);
-        p.container_ports = vec![container_port("http", 8080, "UDP"), container_port("http", 8081, "TCP")];
+        p.container_ports = vec![
+            container_port("http", 8080, "UDP"),
+            container_port("http", 8081, "TCP"),
+        ];
         let sp = service_port("web", 80, TargetPort::Name("http".into()), "TCP");
         assert_eq!(find_port(&p, &sp), Some(8081));
         let sp = service_port("web", 80, TargetPort::Name("grpc".into()), "TCP");

@@ -20,7 +20,9 @@ pub fn is_eligible(pod: &Pod, publish_not_ready_addresses: bool) -> bool {
 /// The eligible pods of the request, in request order.
 pub fn eligible<'p>(ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
     let publish = ctx.service.publish_not_ready_addresses;
-    pods.iter().filter(|pod| is_eligible(pod, publish)).collect()
+    pods.iter()
+        .filter(|pod| is_eligible(pod, publish))
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,0 +1,132 @@
+//! The `weir apiserver` command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::{ApiServer, Config, Faults};
+
+/// Run an in-memory Kubernetes API server for demos, tests and benchmarks.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ApiServerArgs {
+    /// Address to listen on (plain HTTP). Port 0 picks a free port; the chosen address is printed.
+    #[arg(long, env = "WEIR_APISERVER_ADDR", default_value = "127.0.0.1:0")]
+    pub addr: SocketAddr,
+
+    /// Write a kubeconfig for this server here (cluster, user and context named `weir`, no auth).
+    #[arg(long, env = "WEIR_APISERVER_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Load objects from this file at start: multi-document YAML, or a JSON/YAML List or single
+    /// object. Status is kept as written; missing namespaces are created.
+    #[arg(long, env = "WEIR_APISERVER_SEED")]
+    pub seed: Option<PathBuf>,
+
+    /// Watch history kept per resource, in events. A watch that resumes from an older
+    /// resourceVersion gets 410 Gone and must relist.
+    #[arg(long, env = "WEIR_APISERVER_HISTORY", default_value_t = 10_000)]
+    pub history: usize,
+
+    /// Interval between BOOKMARK events on watches that set allowWatchBookmarks, in milliseconds.
+    #[arg(
+        long,
+        env = "WEIR_APISERVER_BOOKMARK_INTERVAL_MS",
+        default_value_t = 1000
+    )]
+    pub bookmark_interval_ms: u64,
+
+    /// Fault injection: latency added to every API request, in milliseconds.
+    #[arg(long, env = "WEIR_APISERVER_FAULT_LATENCY_MS", default_value_t = 0)]
+    pub fault_latency_ms: u64,
+
+    /// Fault injection: share of API requests (0.0–1.0) answered 500 InternalError.
+    #[arg(long, env = "WEIR_APISERVER_FAULT_ERROR_RATE", default_value_t = 0.0)]
+    pub fault_error_rate: f64,
+
+    /// Fault injection: share of API requests (0.0–1.0) answered 429 TooManyRequests.
+    #[arg(
+        long,
+        env = "WEIR_APISERVER_FAULT_THROTTLE_RATE",
+        default_value_t = 0.0
+    )]
+    pub fault_throttle_rate: f64,
+
+    /// Fault injection: Retry-After seconds sent with injected 429 answers.
+    #[arg(long, env = "WEIR_APISERVER_FAULT_RETRY_AFTER", default_value_t = 1)]
+    pub fault_retry_after: u64,
+
+    /// Fault injection: answer the first N updates (PUT or PATCH) with 409 Conflict.
+    #[arg(long, env = "WEIR_APISERVER_FAULT_CONFLICTS", default_value_t = 0)]
+    pub fault_conflicts: u64,
+
+    /// Fault injection: answer the first N watch requests with 410 Gone (Expired).
+    #[arg(long, env = "WEIR_APISERVER_FAULT_EXPIRE_WATCHES", default_value_t = 0)]
+    pub fault_expire_watches: u64,
+
+    /// Fault injection: seed of the random source that picks the failing requests.
+    #[arg(long, env = "WEIR_APISERVER_FAULT_SEED", default_value_t = 0)]
+    pub fault_seed: u64,
+}
+
+impl ApiServerArgs {
+    /// The server configuration these flags describe (without the seed file).
+    pub fn config(&self) -> Config {
+        Config {
+            addr: self.addr,
+            history: self.history,
+            bookmark_interval: Duration::from_millis(self.bookmark_interval_ms.max(1)),
+            faults: Faults {
+                latency: Duration::from_millis(self.fault_latency_ms),
+                error_rate: self.fault_error_rate,
+                throttle_rate: self.fault_throttle_rate,
+                retry_after_seconds: self.fault_retry_after,
+                conflict_next_updates: self.fault_conflicts,
+                expire_next_watches: self.fault_expire_watches,
+                seed: self.fault_seed,
+            },
+            seed: Vec::new(),
+        }
+    }
+}
+
+/// Runs the server until SIGINT or SIGTERM, printing its address and kubeconfig path.
+pub async fn run(args: ApiServerArgs) -> anyhow::Result<()> {
+    let mut config = args.config();
+    if let Some(path) = &args.seed {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        config.seed =
+            crate::parse_seed(&text).with_context(|| format!("parsing {}", path.display()))?;
+    }
+    let server = ApiServer::start(config).await?;
+    println!("weir-apiserver listening on {}", server.url());
+    if let Some(path) = &args.kubeconfig {
+        server
+            .write_kubeconfig(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("kubeconfig written to {}", path.display());
+    }
+    wait_for_signal().await?;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> anyhow::Result<()> {
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}

@@ -1,0 +1,672 @@
+//! kube-rs against weir-apiserver over real HTTP, with the client built from the written
+//! kubeconfig.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use weir_apiserver::{ApiServer, Config, RunningApiServer};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!(
+            "weir-apiserver-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn start(config: Config, tag: &str) -> (RunningApiServer, kube::Client, TempDir) {
+    let server = ApiServer::start(config).await.expect("server starts");
+    let dir = TempDir::new(tag);
+    let path = dir.0.join("kubeconfig");
+    server.write_kubeconfig(&path).expect("write kubeconfig");
+    let kc = kube::config::Kubeconfig::read_from(&path).expect("read kubeconfig");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig accepted");
+    assert_eq!(cfg.default_namespace, "default");
+    let client = kube::Client::try_from(cfg).expect("client");
+    (server, client, dir)
+}
+
+fn pod(name: &str, app: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": app}},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "ports": [{"name": "http", "containerPort": 80}]}]}
+    }))
+    .expect("pod")
+}
+
+fn api_err(e: kube::Error) -> Box<kube::core::Status> {
+    match e {
+        kube::Error::Api(s) => s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// Polls `f` until it returns `Some`, failing after `DEADLINE`.
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let end = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn crud_conflicts_and_errors() {
+    let (server, client, _dir) = start(Config::default(), "crud").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let created = pods
+        .create(&PostParams::default(), &pod("a", "web"))
+        .await
+        .unwrap();
+    let meta = &created.metadata;
+    assert!(meta.uid.is_some() && meta.creation_timestamp.is_some());
+    let rv1: u64 = meta.resource_version.as_deref().unwrap().parse().unwrap();
+    assert_eq!(
+        created.status.as_ref().unwrap().phase.as_deref(),
+        Some("Pending")
+    );
+    let port = &created.spec.as_ref().unwrap().containers[0]
+        .ports
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(port.protocol.as_deref(), Some("TCP"));
+
+    // create of an existing name
+    let e = api_err(
+        pods.create(&PostParams::default(), &pod("a", "web"))
+            .await
+            .unwrap_err(),
+    );
+    assert!(e.is_already_exists() && e.code == 409, "{e:?}");
+    // missing
+    let e = api_err(pods.get("nope").await.unwrap_err());
+    assert!(e.is_not_found() && e.code == 404);
+    assert_eq!(e.message, "pods \"nope\" not found");
+    // update with a stale resourceVersion
+    let mut fresh = created.clone();
+    fresh
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("v".into(), "2".into());
+    let updated = pods
+        .replace("a", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    let rv2: u64 = updated
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv2 > rv1);
+    let e = api_err(
+        pods.replace("a", &PostParams::default(), &fresh)
+            .await
+            .unwrap_err(),
+    );
+    assert!(e.is_conflict(), "{e:?}");
+    assert_eq!(e.reason, "Conflict");
+    // the main resource ignores status
+    let mut with_status = updated.clone();
+    with_status.status.as_mut().unwrap().phase = Some("Running".into());
+    let r = pods
+        .replace("a", &PostParams::default(), &with_status)
+        .await
+        .unwrap();
+    assert_eq!(r.status.unwrap().phase.as_deref(), Some("Pending"));
+    // namespace missing
+    let other: Api<Pod> = Api::namespaced(client.clone(), "missing");
+    let e = api_err(
+        other
+            .create(&PostParams::default(), &pod("a", "web"))
+            .await
+            .unwrap_err(),
+    );
+    assert!(e.is_not_found());
+    assert_eq!(e.message, "namespaces \"missing\" not found");
+    // services are defaulted like kube-apiserver does
+    let svcs: Api<Service> = Api::default_namespaced(client.clone());
+    let svc: Service = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}}),
+    )
+    .unwrap();
+    let svc = svcs.create(&PostParams::default(), &svc).await.unwrap();
+    let spec = svc.spec.unwrap();
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    assert!(spec.cluster_ip.as_deref().unwrap().starts_with("10.96."));
+    assert_eq!(spec.cluster_ips.unwrap().len(), 1);
+    assert_eq!(spec.ip_families.unwrap(), vec!["IPv4".to_string()]);
+    assert_eq!(spec.ip_family_policy.as_deref(), Some("SingleStack"));
+    let p = &spec.ports.unwrap()[0];
+    assert_eq!(p.protocol.as_deref(), Some("TCP"));
+    assert_eq!(
+        p.target_port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(80))
+    );
+    // endpoints: PUT creates, leases in their group
+    let eps: Api<Endpoints> = Api::default_namespaced(client.clone());
+    let ep: Endpoints = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+        "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
+    )
+    .unwrap();
+    let ep = eps
+        .replace("web", &PostParams::default(), &ep)
+        .await
+        .unwrap();
+    assert_eq!(
+        ep.subsets.unwrap()[0].ports.as_ref().unwrap()[0]
+            .protocol
+            .as_deref(),
+        Some("TCP")
+    );
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
+    let lease: Lease = serde_json::from_value(
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "weir"}, "spec": {"holderIdentity": "me"}}),
+    )
+    .unwrap();
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    let e = api_err(
+        leases
+            .create(&PostParams::default(), &lease)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        e.message,
+        "leases.coordination.k8s.io \"weir\" already exists"
+    );
+    // delete returns the object; finalizers hold it
+    let mut f = pod("fin", "web");
+    f.metadata.finalizers = Some(vec!["weir.dev/test".into()]);
+    pods.create(&PostParams::default(), &f).await.unwrap();
+    let d = pods.delete("fin", &DeleteParams::default()).await.unwrap();
+    let marked = d.left().expect("object returned");
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    assert!(pods.get("fin").await.is_ok());
+    pods.patch(
+        "fin",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(api_err(pods.get("fin").await.unwrap_err()).is_not_found());
+    let d = pods.delete("a", &DeleteParams::default()).await.unwrap();
+    assert_eq!(d.left().unwrap().metadata.name.as_deref(), Some("a"));
+
+    let stats = server.stats();
+    assert_eq!(stats.writes("endpoints"), 1);
+    assert_eq!(stats.verbs("pods").create, 4);
+    assert!(stats.requests >= 20);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn patches_including_status() {
+    let (server, client, _dir) = start(Config::default(), "patch").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&PostParams::default(), &pod("p", "web"))
+        .await
+        .unwrap();
+    let p = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"tier": "fe"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.metadata.labels.unwrap()["tier"], "fe");
+    let status = json!({"status": {"phase": "Running", "podIP": "10.244.0.5", "podIPs": [{"ip": "10.244.0.5"}],
+        "conditions": [{"type": "Ready", "status": "True"}]}});
+    let p = pods
+        .patch_status("p", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    let st = p.status.unwrap();
+    assert_eq!(st.phase.as_deref(), Some("Running"));
+    assert_eq!(st.pod_ip.as_deref(), Some("10.244.0.5"));
+    // status writes ignore everything but status
+    let p = pods
+        .patch_status(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"x": "y"}}, "status": {"phase": "Failed"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(!p.metadata.labels.as_ref().unwrap().contains_key("x"));
+    assert_eq!(p.status.unwrap().phase.as_deref(), Some("Failed"));
+    // JSON patch (raw request: kube's Patch::Json needs a feature the workspace does not enable)
+    let json_patch = |body: serde_json::Value| {
+        http::Request::patch("/api/v1/namespaces/default/pods/p")
+            .header("content-type", "application/json-patch+json")
+            .body(serde_json::to_vec(&body).unwrap())
+            .unwrap()
+    };
+    let e = client
+        .request_text(json_patch(
+            json!([{"op": "test", "path": "/metadata/name", "value": "zzz"}]),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(api_err(e).code, 422);
+    client
+        .request_text(json_patch(
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}}]),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        pods.get("p").await.unwrap().metadata.annotations.unwrap()["a"],
+        "b"
+    );
+    // strategic merge patch merges conditions by type
+    let smp = json!({"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}});
+    let p = pods
+        .patch_status("p", &PatchParams::default(), &Patch::Strategic(smp))
+        .await
+        .unwrap();
+    assert_eq!(p.status.unwrap().conditions.unwrap().len(), 2);
+    // merge patch with a stale resourceVersion conflicts
+    let e = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"resourceVersion": "1", "labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap_err();
+    assert!(api_err(e).is_conflict());
+    // server-side apply is refused clearly
+    let e = pods
+        .patch(
+            "p",
+            &PatchParams::apply("t"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_err(e).code, 415);
+    assert_eq!(server.stats().verbs("pods/status").patch, 3);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn list_paging_selectors_and_watch() {
+    let (server, client, _dir) = start(Config::default(), "list").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    for i in 0..5 {
+        pods.create(
+            &PostParams::default(),
+            &pod(&format!("p{i}"), if i % 2 == 0 { "even" } else { "odd" }),
+        )
+        .await
+        .unwrap();
+    }
+    let all: Api<Pod> = Api::all(client.clone());
+    assert_eq!(
+        all.list(&ListParams::default()).await.unwrap().items.len(),
+        5
+    );
+    let even = pods
+        .list(&ListParams::default().labels("app=even"))
+        .await
+        .unwrap();
+    assert_eq!(even.items.len(), 3);
+    assert_eq!(
+        pods.list(&ListParams::default().labels("app in (odd),!nothing"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    assert_eq!(
+        pods.list(&ListParams::default().labels("app notin (odd)"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+    assert_eq!(
+        pods.list(&ListParams::default().fields("metadata.name=p1"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    // paging
+    let mut names = Vec::new();
+    let mut lp = ListParams::default().limit(2);
+    let first = pods.list(&lp).await.unwrap();
+    let rv = first.metadata.resource_version.clone();
+    let mut page = first;
+    loop {
+        assert!(page.items.len() <= 2);
+        names.extend(page.items.iter().map(|p| p.metadata.name.clone().unwrap()));
+        assert_eq!(page.metadata.resource_version, rv);
+        match page.metadata.continue_.clone() {
+            Some(c) if !c.is_empty() => {
+                lp = lp.continue_token(&c);
+                page = pods.list(&lp).await.unwrap();
+            }
+            _ => break,
+        }
+    }
+    assert_eq!(names, vec!["p0", "p1", "p2", "p3", "p4"]);
+
+    // watch from the list's resourceVersion with a selector: transitions are ADDED/DELETED
+    let rv = rv.unwrap();
+    let wp = WatchParams::default().labels("app=even").timeout(10);
+    let mut w = pods.watch(&wp, &rv).await.unwrap().boxed();
+    pods.patch(
+        "p1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "even"}}})),
+    )
+    .await
+    .unwrap();
+    pods.patch(
+        "p0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "odd"}}})),
+    )
+    .await
+    .unwrap();
+    pods.patch(
+        "p2",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+    )
+    .await
+    .unwrap();
+    pods.delete("p4", &DeleteParams::default()).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let ev = tokio::time::timeout(DEADLINE, w.try_next())
+            .await
+            .expect("event in time")
+            .unwrap()
+            .unwrap();
+        seen.push(match ev {
+            WatchEvent::Added(p) => format!("ADDED {}", p.metadata.name.unwrap()),
+            WatchEvent::Modified(p) => format!("MODIFIED {}", p.metadata.name.unwrap()),
+            WatchEvent::Deleted(p) => format!("DELETED {}", p.metadata.name.unwrap()),
+            other => format!("{other:?}"),
+        });
+    }
+    assert_eq!(
+        seen,
+        vec!["ADDED p1", "DELETED p0", "MODIFIED p2", "DELETED p4"]
+    );
+
+    // watch with resourceVersion 0 starts with the current state
+    let mut w = pods
+        .watch(&WatchParams::default().timeout(5), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let mut added = 0;
+    while added < 4 {
+        match tokio::time::timeout(DEADLINE, w.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            WatchEvent::Added(_) => added += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    // bookmarks when asked for
+    let mut w = pods
+        .watch(
+            &WatchParams {
+                bookmarks: true,
+                ..WatchParams::default().timeout(5)
+            },
+            &server.store().resource_version().to_string(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let ev = tokio::time::timeout(DEADLINE, w.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(ev, WatchEvent::Bookmark(_)), "{ev:?}");
+    // an expired resourceVersion is 410 Gone as an ERROR event
+    server.faults().compact("pods");
+    let mut w = pods
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match tokio::time::timeout(DEADLINE, w.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+    {
+        WatchEvent::Error(s) => {
+            assert_eq!(s.code, 410);
+            assert_eq!(s.reason, "Expired");
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn watcher_survives_gone_and_dropped_watches() {
+    let config = Config {
+        history: 50,
+        bookmark_interval: Duration::from_millis(200),
+        ..Config::default()
+    };
+    let (server, client, _dir) = start(config, "watcher").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&PostParams::default(), &pod("seed", "w"))
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let stream = watcher(pods.clone(), watcher::Config::default()).default_backoff();
+    let task = tokio::spawn(async move {
+        let mut stream = stream.boxed();
+        while let Some(ev) = stream.next().await {
+            let msg = match ev {
+                Ok(watcher::Event::Init) => "init".to_string(),
+                Ok(watcher::Event::InitDone) => "initdone".to_string(),
+                Ok(watcher::Event::InitApply(p)) => {
+                    format!("initapply {}", p.metadata.name.unwrap())
+                }
+                Ok(watcher::Event::Apply(p)) => format!("apply {}", p.metadata.name.unwrap()),
+                Ok(watcher::Event::Delete(p)) => format!("delete {}", p.metadata.name.unwrap()),
+                Err(e) => format!("error {e}"),
+            };
+            if tx.send(msg).is_err() {
+                break;
+            }
+        }
+    });
+    async fn wait_for(
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+        want: &str,
+    ) -> Vec<String> {
+        let mut seen = Vec::new();
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let m = tokio::time::timeout_at(end, rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for {want:?}; saw {seen:?}"))
+                .expect("watcher alive");
+            let hit = m == want;
+            seen.push(m);
+            if hit {
+                return seen;
+            }
+        }
+    }
+    wait_for(&mut rx, "initdone").await;
+    pods.create(&PostParams::default(), &pod("one", "w"))
+        .await
+        .unwrap();
+    wait_for(&mut rx, "apply one").await;
+
+    // A dropped watch: the watcher re-watches and sees later changes.
+    let watches = server.stats().watches;
+    server.faults().drop_watches();
+    eventually("re-watch after drop", || async {
+        (server.stats().watches > watches).then_some(())
+    })
+    .await;
+    pods.create(&PostParams::default(), &pod("two", "w"))
+        .await
+        .unwrap();
+    wait_for(&mut rx, "apply two").await;
+
+    // The next watch gets 410 Gone: the watcher relists.
+    server.faults().expire_next_watches(1);
+    server.faults().drop_watches();
+    wait_for(&mut rx, "init").await;
+    let seen = wait_for(&mut rx, "initdone").await;
+    assert!(seen.contains(&"initapply two".to_string()), "{seen:?}");
+    pods.create(&PostParams::default(), &pod("three", "w"))
+        .await
+        .unwrap();
+    wait_for(&mut rx, "apply three").await;
+
+    // History overflow (compaction) while disconnected: relist as well.
+    server.faults().compact("pods");
+    server.faults().drop_watches();
+    wait_for(&mut rx, "init").await;
+    wait_for(&mut rx, "initdone").await;
+    pods.delete("one", &DeleteParams::default()).await.unwrap();
+    wait_for(&mut rx, "delete one").await;
+
+    // Streaming lists (sendInitialEvents) work as well.
+    let stream = watcher(pods.clone(), watcher::Config::default().streaming_lists());
+    let mut stream = stream.boxed();
+    let mut got = Vec::new();
+    loop {
+        match tokio::time::timeout(DEADLINE, stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            watcher::Event::InitApply(p) => got.push(p.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    got.sort();
+    assert_eq!(got, vec!["seed", "three", "two"]);
+    task.abort();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn injected_errors() {
+    let (server, client, _dir) = start(Config::default(), "faults").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&PostParams::default(), &pod("p", "x"))
+        .await
+        .unwrap();
+    server.faults().set_error_rate(1.0);
+    let e = api_err(pods.get("p").await.unwrap_err());
+    assert_eq!(e.code, 500);
+    server.faults().set_error_rate(0.0);
+    server.faults().set_throttle_rate(1.0);
+    let e = api_err(pods.get("p").await.unwrap_err());
+    assert_eq!(e.code, 429);
+    server.faults().set_throttle_rate(0.0);
+    server.faults().conflict_next_updates(2);
+    for _ in 0..2 {
+        let e = pods
+            .patch(
+                "p",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+            )
+            .await
+            .unwrap_err();
+        assert!(api_err(e).is_conflict());
+    }
+    pods.patch(
+        "p",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+    )
+    .await
+    .unwrap();
+    // Deterministic: the same seed fails the same requests.
+    let pattern = |seed| {
+        let f = server.faults();
+        let mut faults = f.get();
+        faults.error_rate = 0.5;
+        faults.seed = seed;
+        f.set(faults);
+        let pods = pods.clone();
+        async move {
+            let mut out = Vec::new();
+            for _ in 0..16 {
+                out.push(pods.get("p").await.is_ok());
+            }
+            out
+        }
+    };
+    let a = pattern(7).await;
+    let b = pattern(7).await;
+    assert_eq!(a, b);
+    assert!(a.iter().any(|x| *x) && a.iter().any(|x| !*x));
+    server.shutdown().await;
+}

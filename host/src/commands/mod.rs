@@ -1,0 +1,53 @@
+//! Subcommands, and the flags they share.
+
+pub mod reconcile;
+pub mod test;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use weir::runtime::{Guest, Limits, Runtime};
+
+/// Which guest to run, and its limits.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GuestArgs {
+    /// The guest component (a `.wasm` built for wasm32-wasip2 implementing
+    /// `weir:endpoints@0.1.0`). Default: the embedded upstream-compatible guest.
+    #[arg(long, env = "WEIR_GUEST", value_name = "PATH")]
+    pub guest: Option<PathBuf>,
+
+    /// Wall-clock budget of one guest call; a guest that runs longer fails that key.
+    #[arg(long, env = "WEIR_GUEST_DEADLINE", default_value = "100ms", value_parser = humantime::parse_duration)]
+    pub guest_deadline: Duration,
+
+    /// Most linear memory one guest instance may use, in MiB.
+    #[arg(long, env = "WEIR_GUEST_MEMORY_MIB", default_value_t = 64)]
+    pub guest_memory_mib: usize,
+}
+
+impl GuestArgs {
+    /// The limits these flags set.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            deadline: self.guest_deadline,
+            memory: self.guest_memory_mib << 20,
+            ..Limits::default()
+        }
+    }
+
+    /// Loads the chosen guest.
+    pub fn load(&self) -> anyhow::Result<Guest> {
+        let runtime = Runtime::new(self.limits())?;
+        match &self.guest {
+            None => Ok(runtime.default_guest()?),
+            Some(path) => {
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("cannot read guest {}", path.display()))?;
+                runtime
+                    .load(&bytes)
+                    .with_context(|| format!("guest {}", path.display()))
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `weir reconcile CASE`: one case, decision as JSON on stdout.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use weir::cases::{Case, RunError, decision_json};
+
+/// Run one case file and print `{"action": ..., "endpoints": ...}`.
+///
+/// Exit codes: 0 decision printed; 1 the guest failed (error, trap, timeout, or a decision
+/// that breaks the contract); 2 bad input (unreadable or invalid case file, unloadable guest).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    guest: super::GuestArgs,
+
+    /// The case file (YAML or JSON).
+    case: PathBuf,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    let case = match Case::load(&args.case) {
+        Ok(case) => case,
+        Err(e) => {
+            eprintln!("weir: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let guest = match args.guest.load() {
+        Ok(guest) => guest,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match case.run(&guest) {
+        Ok(action) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&decision_json(&action)).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e @ (RunError::Call(_) | RunError::Invalid(_))) => {
+            eprintln!("weir: {}: {e}", args.case.display());
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `weir test PATH...`: golden cases, one line each, a diff per failure.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use weir::cases::{check_file, discover};
+
+/// Run case files and directories of them (recursively: `*.json`, `*.yaml`, `*.yml`).
+///
+/// Prints `ok` or `FAIL` per case, a readable diff for each failure, and finally
+/// `N passed, N failed`. Exits 1 when any case fails, 2 on bad arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    guest: super::GuestArgs,
+
+    /// Case files or directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    let files = match discover(&args.paths) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("weir: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let guest = match args.guest.load() {
+        Ok(guest) => guest,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for path in &files {
+        let verdict = check_file(&guest, path);
+        let label = match &verdict.name {
+            Some(name) => format!("{} ({name})", path.display()),
+            None => path.display().to_string(),
+        };
+        if verdict.problems.is_empty() {
+            passed += 1;
+            println!("ok   {label}");
+        } else {
+            failed += 1;
+            println!("FAIL {label}");
+            for problem in &verdict.problems {
+                for line in problem.lines() {
+                    println!("     {line}");
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 && passed > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

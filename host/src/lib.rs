@@ -1,0 +1,18 @@
+//! # weir
+//!
+//! A Kubernetes Endpoints controller whose reconcile logic is a WebAssembly component.
+//!
+//! - [`runtime`] runs guests (wasmtime): compile, check, instantiate per call, limits.
+//! - [`view`] turns Kubernetes objects into the WIT views and decisions back into Endpoints.
+//! - [`validate`] checks a guest's decision before anything is written.
+//! - [`selector`] matches label selectors, as the controller selects a Service's pods.
+//! - [`trigger_time`] computes the last-change-trigger-time annotation.
+//! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
+
+pub mod cases;
+pub mod queue;
+pub mod runtime;
+pub mod selector;
+pub mod trigger_time;
+pub mod validate;
+pub mod view;

@@ -1,0 +1,49 @@
+//! The `weir` command line. Each subcommand lives in `commands/`.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// weir: a Kubernetes Endpoints controller whose reconcile logic is a WebAssembly component.
+///
+/// The default guest reproduces kube-controller-manager's endpoint controller; `--guest`
+/// loads another component that implements the `weir:endpoints@0.1.0` world.
+#[derive(Parser, Debug)]
+#[command(name = "weir", version, propagate_version = true)]
+struct Cli {
+    /// Log filter, in tracing's EnvFilter syntax (for example `info,weir::guest=debug`).
+    #[arg(long, global = true, env = "WEIR_LOG", default_value = "info")]
+    log: String,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one case file and print the decision as JSON.
+    Reconcile(commands::reconcile::Args),
+    /// Run golden case files (or directories of them) and report each.
+    Test(commands::test::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
+        eprintln!(
+            "weir: --log {:?} is not a valid filter ({e}); using `info`",
+            cli.log
+        );
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Command::Reconcile(args) => commands::reconcile::run(args),
+        Command::Test(args) => commands::test::run(args),
+    }
+}

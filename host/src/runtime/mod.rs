@@ -1,0 +1,358 @@
+//! Running guests: one wasmtime [`Engine`], components compiled once, a fresh instance per call
+//! from a pre-instantiated template, with a deadline and a memory cap on every call.
+
+pub mod bindings;
+mod sandbox;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, Store, Trap};
+
+use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
+use sandbox::CallState;
+
+/// The WIT package this host implements; guests must target this world version.
+pub const WIT_PACKAGE: &str = "weir:endpoints@0.1.0";
+/// The world a guest implements.
+pub const WORLD: &str = "endpoint-policy";
+/// How often the epoch advances; deadlines are rounded up to whole ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// The default guest, built from `guest/default` by this crate's build script.
+pub static DEFAULT_GUEST: &[u8] = include_bytes!(env!("WEIR_DEFAULT_GUEST_WASM"));
+
+/// Limits applied to every guest call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock budget of one call, instantiation included.
+    pub deadline: Duration,
+    /// Most bytes of linear memory an instance may hold.
+    pub memory: usize,
+    /// Most addresses (ready and not ready) a decision may carry.
+    pub max_addresses: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline: Duration::from_millis(100),
+            memory: 64 << 20,
+            max_addresses: 10_000,
+        }
+    }
+}
+
+/// Why a component cannot become a guest.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The bytes are not a valid WebAssembly component.
+    #[error("not a valid WebAssembly component: {0}")]
+    Compile(String),
+    /// The component targets another version of the contract.
+    #[error("component targets {found}, but this weir supports {WIT_PACKAGE} only")]
+    UnsupportedVersion {
+        /// The `weir:endpoints` version the component imports or exports.
+        found: String,
+    },
+    /// The component does not implement the `endpoint-policy` world.
+    #[error("component does not implement {WIT_PACKAGE} world {WORLD}: {0}")]
+    WrongWorld(String),
+    /// The component could not be instantiated within the limits.
+    #[error("component fails to instantiate: {0}")]
+    Instantiate(String),
+}
+
+/// Why one guest call produced no decision. Each fails only the key being reconciled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The guest returned an error.
+    #[error("guest error: {0}")]
+    Guest(String),
+    /// The guest ran past its deadline.
+    #[error("guest exceeded its deadline of {0:?}")]
+    Timeout(Duration),
+    /// The guest tried to use more memory than the cap.
+    #[error("guest exceeded its memory cap of {0} bytes")]
+    OutOfMemory(usize),
+    /// The guest trapped (a panic, an abort, an out-of-bounds access, ...).
+    #[error("guest trapped: {0}")]
+    Trap(String),
+}
+
+impl CallError {
+    /// Whether the guest itself misbehaved (trap, timeout, memory), as opposed to returning an
+    /// error on purpose. Rollback after a swap counts these.
+    pub fn is_fault(&self) -> bool {
+        !matches!(self, CallError::Guest(_))
+    }
+}
+
+/// Time spent in each phase of one call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallTiming {
+    /// Creating the store and instantiating from the template.
+    pub instantiate: Duration,
+    /// Lowering the request, running `reconcile`, lifting the decision.
+    pub call: Duration,
+}
+
+/// Advances the engine's epoch from a background thread until dropped.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    fn start(engine: &Engine) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let weak = engine.weak();
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("weir-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .expect("spawning the epoch thread");
+        EpochTicker { stop }
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The wasmtime engine and linker shared by every guest.
+#[derive(Clone)]
+pub struct Runtime {
+    engine: Engine,
+    linker: Arc<Linker<CallState>>,
+    limits: Limits,
+    _ticker: Arc<EpochTicker>,
+}
+
+impl Runtime {
+    /// An engine with epoch interruption and the given per-call limits.
+    pub fn new(limits: Limits) -> Result<Self, LoadError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true).epoch_interruption(true);
+        let engine = Engine::new(&config).map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        EndpointPolicy::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        let ticker = Arc::new(EpochTicker::start(&engine));
+        Ok(Runtime {
+            engine,
+            linker: Arc::new(linker),
+            limits,
+            _ticker: ticker,
+        })
+    }
+
+    /// The engine, for precompiling and cache keys.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The per-call limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Compiles `bytes` (a component in binary or text form).
+    pub fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
+        Component::new(&self.engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))
+    }
+
+    /// Compiles, checks and pre-instantiates a guest, then instantiates it once within the
+    /// limits, so a guest that cannot even start is refused here rather than on every call.
+    pub fn load(&self, bytes: &[u8]) -> Result<Guest, LoadError> {
+        let component = self.compile(bytes)?;
+        self.prepare(component, bytes)
+    }
+
+    /// The embedded default guest.
+    pub fn default_guest(&self) -> Result<Guest, LoadError> {
+        self.load(DEFAULT_GUEST)
+    }
+
+    /// Checks and pre-instantiates an already compiled component whose bytes are `bytes`.
+    pub fn prepare(&self, component: Component, bytes: &[u8]) -> Result<Guest, LoadError> {
+        check_world(&self.engine, &component)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        let pre =
+            EndpointPolicyPre::new(pre).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        let guest = Guest {
+            inner: Arc::new(GuestInner {
+                pre,
+                engine: self.engine.clone(),
+                limits: self.limits,
+                digest: digest(bytes),
+                size: bytes.len(),
+            }),
+        };
+        let mut store = guest.store("weir/load-check");
+        guest
+            .inner
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| LoadError::Instantiate(describe(&e, &store, &guest).to_string()))?;
+        Ok(guest)
+    }
+}
+
+/// Refuses components that speak another version of the contract, with a message that says
+/// which; other mismatches are left to the linker's type check.
+fn check_world(engine: &Engine, component: &Component) -> Result<(), LoadError> {
+    let ty = component.component_type();
+    let names = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .chain(ty.exports(engine).map(|(n, _)| n.to_string()));
+    for name in names {
+        if let Some(rest) = name.strip_prefix("weir:endpoints/") {
+            let version = rest.split_once('@').map(|(_, v)| v).unwrap_or("");
+            if version != "0.1.0" {
+                return Err(LoadError::UnsupportedVersion {
+                    found: format!("weir:endpoints@{version}"),
+                });
+            }
+        }
+    }
+    if ty.exports(engine).all(|(name, _)| name != "reconcile") {
+        return Err(LoadError::WrongWorld(
+            "it exports no `reconcile` function".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The SHA-256 of a component's bytes, as lowercase hex.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+struct GuestInner {
+    pre: EndpointPolicyPre<CallState>,
+    engine: Engine,
+    limits: Limits,
+    digest: String,
+    size: usize,
+}
+
+/// A loaded guest: cheap to clone, safe to call from many threads at once.
+#[derive(Clone)]
+pub struct Guest {
+    inner: Arc<GuestInner>,
+}
+
+impl std::fmt::Debug for Guest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guest")
+            .field("digest", &self.inner.digest)
+            .field("size", &self.inner.size)
+            .finish()
+    }
+}
+
+impl Guest {
+    /// SHA-256 of the component bytes.
+    pub fn digest(&self) -> &str {
+        &self.inner.digest
+    }
+
+    /// Size of the component in bytes.
+    pub fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// The limits every call runs under.
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    fn store(&self, key: &str) -> Store<CallState> {
+        let mut store = Store::new(
+            &self.inner.engine,
+            CallState::new(key, self.inner.limits.memory),
+        );
+        store.limiter(|state| state);
+        let ticks = self
+            .inner
+            .limits
+            .deadline
+            .as_nanos()
+            .div_ceil(EPOCH_TICK.as_nanos())
+            .max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.epoch_deadline_trap();
+        store
+    }
+
+    /// Reconciles one request in a fresh instance. Blocking: call it off the async runtime.
+    pub fn call(&self, request: &Request) -> Result<Decision, CallError> {
+        self.call_timed(request).0
+    }
+
+    /// Like [`Guest::call`], also reporting where the time went.
+    pub fn call_timed(&self, request: &Request) -> (Result<Decision, CallError>, CallTiming) {
+        let started = Instant::now();
+        let key = format!("{}/{}", request.namespace, request.name);
+        let mut store = self.store(&key);
+        let instance = match self.inner.pre.instantiate(&mut store) {
+            Ok(instance) => instance,
+            Err(e) => {
+                let timing = CallTiming {
+                    instantiate: started.elapsed(),
+                    call: Duration::ZERO,
+                };
+                return (Err(describe(&e, &store, self)), timing);
+            }
+        };
+        let instantiated = Instant::now();
+        let result = match instance.call_reconcile(&mut store, request) {
+            Ok(Ok(decision)) => Ok(decision),
+            Ok(Err(message)) => Err(CallError::Guest(message)),
+            Err(e) => Err(describe(&e, &store, self)),
+        };
+        let timing = CallTiming {
+            instantiate: instantiated - started,
+            call: instantiated.elapsed(),
+        };
+        (result, timing)
+    }
+}
+
+/// Turns a wasmtime error into the reason the call failed.
+fn describe(error: &wasmtime::Error, store: &Store<CallState>, guest: &Guest) -> CallError {
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        return CallError::Timeout(guest.inner.limits.deadline);
+    }
+    if store.data().memory_exceeded {
+        return CallError::OutOfMemory(guest.inner.limits.memory);
+    }
+    let stderr = store.data().stderr();
+    let mut message = format!("{error:#}");
+    if !stderr.is_empty() {
+        message = format!("{message}; guest stderr: {stderr}");
+    }
+    CallError::Trap(message)
+}

@@ -1,0 +1,345 @@
+//! Kubernetes objects (k8s-openapi) to WIT views and back. Pure functions.
+//!
+//! Where the API server would have defaulted a field that a case file or an old object leaves
+//! out, the view applies the same default: Service port protocol `TCP`, `targetPort` = `port`,
+//! container port protocol `TCP`, Service type `ClusterIP`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::runtime::bindings as wit;
+
+fn pairs(map: &Option<BTreeMap<String, String>>) -> Vec<wit::KeyValue> {
+    map.iter()
+        .flatten()
+        .map(|(key, value)| wit::KeyValue {
+            key: key.clone(),
+            value: value.clone(),
+        })
+        .collect()
+}
+
+fn map(pairs: &[wit::KeyValue]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|kv| (kv.key.clone(), kv.value.clone()))
+        .collect()
+}
+
+/// A Kubernetes time as the API serializes it (`2024-01-01T00:00:00Z`).
+pub fn time(t: &Time) -> String {
+    serde_json::to_value(t)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn target_port(port: &core::ServicePort) -> wit::TargetPort {
+    match &port.target_port {
+        Some(IntOrString::Int(n)) if *n != 0 => wit::TargetPort::Number(*n),
+        Some(IntOrString::String(name)) if !name.is_empty() => wit::TargetPort::Name(name.clone()),
+        // The API server defaults an absent or zero targetPort to the port itself.
+        _ => wit::TargetPort::Number(port.port),
+    }
+}
+
+/// The Service view. `namespace` stands in for an object whose metadata lacks one.
+pub fn service(svc: &core::Service, namespace: &str) -> wit::Service {
+    let meta = &svc.metadata;
+    let spec = svc.spec.clone().unwrap_or_default();
+    wit::Service {
+        namespace: meta
+            .namespace
+            .clone()
+            .unwrap_or_else(|| namespace.to_string()),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        labels: pairs(&meta.labels),
+        annotations: pairs(&meta.annotations),
+        creation_timestamp: meta.creation_timestamp.as_ref().map(time),
+        selector: spec.selector.as_ref().map(|s| pairs(&Some(s.clone()))),
+        service_type: spec.type_.clone().unwrap_or_else(|| "ClusterIP".into()),
+        cluster_ip: spec.cluster_ip.clone().unwrap_or_default(),
+        cluster_ips: spec.cluster_ips.clone().unwrap_or_default(),
+        ip_families: spec.ip_families.clone().unwrap_or_default(),
+        ports: spec
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| wit::ServicePort {
+                name: p.name.clone().unwrap_or_default(),
+                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                port: p.port,
+                target_port: target_port(p),
+                app_protocol: p.app_protocol.clone(),
+            })
+            .collect(),
+        publish_not_ready_addresses: spec.publish_not_ready_addresses.unwrap_or(false),
+    }
+}
+
+fn named_ports<'a>(
+    containers: impl Iterator<Item = &'a core::Container>,
+) -> impl Iterator<Item = wit::ContainerPort> {
+    containers
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let name = p.name.clone().filter(|n| !n.is_empty())?;
+            Some(wit::ContainerPort {
+                name,
+                port: p.container_port,
+                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+            })
+        })
+}
+
+/// The Pod view: only what endpoint policy reads (about 1 KB for a typical pod).
+pub fn pod(pod: &core::Pod) -> wit::Pod {
+    let meta = &pod.metadata;
+    let spec = pod.spec.as_ref();
+    let status = pod.status.as_ref();
+    // Lookup order of upstream's FindPort: containers, then sidecar init containers.
+    let container_ports = spec
+        .map(|s| {
+            let sidecars = s
+                .init_containers
+                .iter()
+                .flatten()
+                .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+            named_ports(s.containers.iter())
+                .chain(named_ports(sidecars))
+                .collect()
+        })
+        .unwrap_or_default();
+    wit::Pod {
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        labels: pairs(&meta.labels),
+        annotations: pairs(&meta.annotations),
+        node_name: spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
+        hostname: spec.and_then(|s| s.hostname.clone()).unwrap_or_default(),
+        subdomain: spec.and_then(|s| s.subdomain.clone()).unwrap_or_default(),
+        pod_ip: status
+            .and_then(|s| s.pod_ip.clone())
+            .filter(|ip| !ip.is_empty()),
+        pod_ips: status
+            .and_then(|s| s.pod_ips.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|ip| ip.ip.clone())
+            .collect(),
+        phase: status.and_then(|s| s.phase.clone()).unwrap_or_default(),
+        conditions: status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| wit::PodCondition {
+                condition_type: c.type_.clone(),
+                status: c.status.clone(),
+                last_transition_time: c.last_transition_time.as_ref().map(time),
+            })
+            .collect(),
+        terminating: meta.deletion_timestamp.is_some(),
+        container_ports,
+    }
+}
+
+fn address_view(a: &core::EndpointAddress) -> wit::EndpointAddress {
+    wit::EndpointAddress {
+        ip: a.ip.clone(),
+        hostname: a.hostname.clone().unwrap_or_default(),
+        node_name: a.node_name.clone(),
+        // targetRef.resourceVersion is deliberately not carried: it never matters (spec §11.2).
+        target_ref: a.target_ref.as_ref().map(|r| wit::ObjectReference {
+            kind: r.kind.clone().unwrap_or_default(),
+            namespace: r.namespace.clone().unwrap_or_default(),
+            name: r.name.clone().unwrap_or_default(),
+            uid: r.uid.clone().unwrap_or_default(),
+            api_version: r.api_version.clone().unwrap_or_default(),
+            field_path: r.field_path.clone().unwrap_or_default(),
+        }),
+    }
+}
+
+/// The Endpoints view.
+pub fn endpoints(ep: &core::Endpoints) -> wit::Endpoints {
+    let meta = &ep.metadata;
+    wit::Endpoints {
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name: meta.name.clone().unwrap_or_default(),
+        labels: pairs(&meta.labels),
+        annotations: pairs(&meta.annotations),
+        resource_version: meta.resource_version.clone().unwrap_or_default(),
+        subsets: ep
+            .subsets
+            .iter()
+            .flatten()
+            .map(|s| wit::EndpointSubset {
+                addresses: s.addresses.iter().flatten().map(address_view).collect(),
+                not_ready_addresses: s
+                    .not_ready_addresses
+                    .iter()
+                    .flatten()
+                    .map(address_view)
+                    .collect(),
+                ports: s
+                    .ports
+                    .iter()
+                    .flatten()
+                    .map(|p| wit::EndpointPort {
+                        name: p.name.clone().unwrap_or_default(),
+                        port: p.port,
+                        protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                        app_protocol: p.app_protocol.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+fn address_object(a: &wit::EndpointAddress) -> core::EndpointAddress {
+    core::EndpointAddress {
+        ip: a.ip.clone(),
+        hostname: non_empty(&a.hostname),
+        node_name: a.node_name.clone(),
+        target_ref: a.target_ref.as_ref().map(|r| core::ObjectReference {
+            kind: non_empty(&r.kind),
+            namespace: non_empty(&r.namespace),
+            name: non_empty(&r.name),
+            uid: non_empty(&r.uid),
+            api_version: non_empty(&r.api_version),
+            field_path: non_empty(&r.field_path),
+            resource_version: None,
+        }),
+    }
+}
+
+/// The object to write for a guest's Endpoints: the stored object (if any) with the guest's
+/// labels, annotations and subsets, so metadata the controller does not own (owner references,
+/// finalizers, ...) survives (spec §12.1).
+pub fn endpoints_object(
+    desired: &wit::Endpoints,
+    stored: Option<&core::Endpoints>,
+) -> core::Endpoints {
+    let mut metadata = stored
+        .map(|s| s.metadata.clone())
+        .unwrap_or_else(|| ObjectMeta {
+            name: Some(desired.name.clone()),
+            namespace: Some(desired.namespace.clone()),
+            ..ObjectMeta::default()
+        });
+    metadata.labels = Some(map(&desired.labels));
+    metadata.annotations = Some(map(&desired.annotations));
+    if metadata.namespace.is_none() {
+        metadata.namespace = Some(desired.namespace.clone());
+    }
+    core::Endpoints {
+        metadata,
+        subsets: Some(
+            desired
+                .subsets
+                .iter()
+                .map(|s| core::EndpointSubset {
+                    addresses: (!s.addresses.is_empty())
+                        .then(|| s.addresses.iter().map(address_object).collect()),
+                    not_ready_addresses: (!s.not_ready_addresses.is_empty())
+                        .then(|| s.not_ready_addresses.iter().map(address_object).collect()),
+                    ports: (!s.ports.is_empty()).then(|| {
+                        s.ports
+                            .iter()
+                            .map(|p| core::EndpointPort {
+                                name: non_empty(&p.name),
+                                port: p.port,
+                                protocol: Some(p.protocol.clone()),
+                                app_protocol: p.app_protocol.clone(),
+                            })
+                            .collect()
+                    }),
+                })
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn service_defaults_match_the_api_server() {
+        let svc: core::Service = serde_json::from_value(json!({
+            "metadata": {"name": "s"},
+            "spec": {"selector": {}, "ports": [{"port": 80}, {"port": 81, "targetPort": "web", "protocol": "UDP"}]}
+        }))
+        .unwrap();
+        let view = service(&svc, "ns");
+        assert_eq!(view.namespace, "ns");
+        assert_eq!(view.service_type, "ClusterIP");
+        assert_eq!(
+            view.selector,
+            Some(vec![]),
+            "an empty selector is not an absent one"
+        );
+        assert_eq!(view.ports[0].target_port, wit::TargetPort::Number(80));
+        assert_eq!(view.ports[0].protocol, "TCP");
+        assert_eq!(
+            view.ports[1].target_port,
+            wit::TargetPort::Name("web".into())
+        );
+        let svc: core::Service =
+            serde_json::from_value(json!({"metadata": {"name": "s"}, "spec": {}})).unwrap();
+        assert_eq!(service(&svc, "ns").selector, None);
+    }
+
+    #[test]
+    fn pod_ports_follow_lookup_order_and_skip_plain_init_containers() {
+        let p: core::Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "deletionTimestamp": "2024-01-01T00:00:00Z"},
+            "spec": {
+                "initContainers": [
+                    {"name": "init", "ports": [{"name": "a", "containerPort": 1}]},
+                    {"name": "sidecar", "restartPolicy": "Always", "ports": [{"name": "b", "containerPort": 2}]}
+                ],
+                "containers": [{"name": "c", "ports": [{"name": "c", "containerPort": 3}, {"containerPort": 4}]}]
+            }
+        }))
+        .unwrap();
+        let view = pod(&p);
+        let names: Vec<_> = view
+            .container_ports
+            .iter()
+            .map(|p| (p.name.as_str(), p.port))
+            .collect();
+        assert_eq!(names, [("c", 3), ("b", 2)]);
+        assert!(view.terminating);
+    }
+
+    #[test]
+    fn endpoints_round_trip_keeps_foreign_metadata() {
+        let stored: core::Endpoints = serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "ns", "resourceVersion": "7", "finalizers": ["x"],
+                          "labels": {"old": "1"}},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1", "nodeName": "",
+                "targetRef": {"kind": "Pod", "name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "9"}}],
+                "ports": [{"port": 80, "protocol": "TCP"}]}]
+        }))
+        .unwrap();
+        let view = endpoints(&stored);
+        assert_eq!(view.resource_version, "7");
+        assert_eq!(view.subsets[0].addresses[0].node_name.as_deref(), Some(""));
+        let written = endpoints_object(&view, Some(&stored));
+        assert_eq!(written.metadata.finalizers, Some(vec!["x".to_string()]));
+        let again = endpoints(&written);
+        assert_eq!(again, view);
+    }
+}
