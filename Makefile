@@ -16,6 +16,16 @@ test: wasm-target
 	$(CARGO) test --workspace
 	$(CARGO) run -q -p weir -- test tests/cases
 
+## policies: build every example policy (guest/examples/NAME) to target/policies/NAME.wasm
+# Their cases run under `cargo test` (host/tests/policy_kit.rs); by hand:
+#   weir test --guest target/policies/NAME.wasm guest/examples/NAME/cases
+POLICIES := $(patsubst guest/examples/%/Cargo.toml,%,$(wildcard guest/examples/*/Cargo.toml))
+POLICY_BUILD_DIR := $(or $(CARGO_TARGET_DIR),target)/wasm32-wasip2/release
+policies: wasm-target
+	$(CARGO) build --release --target wasm32-wasip2 $(foreach p,$(POLICIES),-p weir-example-$(p))
+	@mkdir -p target/policies
+	$(foreach p,$(POLICIES),cp $(POLICY_BUILD_DIR)/weir_example_$(subst -,_,$(p)).wasm target/policies/$(p).wasm;)
+
 ## lint: formatting and clippy, as reviewers expect
 lint:
 	$(CARGO) fmt --all -- --check

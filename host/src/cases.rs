@@ -18,7 +18,7 @@ use crate::validate::{Action, Violation, validate};
 use crate::view;
 
 /// Annotation ignored when comparing, since it carries a time.
-const TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+const TRIGGER_TIME: &str = weir_policy::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
 
 /// A case file that cannot be used. Displays as `FILE: FIELD: problem` on one line.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,7 @@
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
 
 pub mod cases;
+pub mod controller;
 pub mod queue;
 pub mod runtime;
 pub mod selector;

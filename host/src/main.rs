@@ -23,10 +23,22 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run the Endpoints controller against a cluster.
+    Run(commands::run::Args),
+    /// Run the controller on the embedded API server with demo data (no cluster needed).
+    Demo(commands::demo::Args),
+    /// Serve the embedded in-memory Kubernetes API server.
+    Apiserver(weir_apiserver::cli::ApiServerArgs),
     /// Run one case file and print the decision as JSON.
     Reconcile(commands::reconcile::Args),
     /// Run golden case files (or directories of them) and report each.
     Test(commands::test::Args),
+    /// Export the embedded default guest, or describe a guest component.
+    Guest(commands::guest::Args),
+    /// Time a guest on case files: min, median, p99 and max per call phase.
+    Bench(commands::bench::Args),
+    /// Create a new policy crate that builds and passes its cases as is.
+    NewPolicy(commands::new_policy::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,7 +55,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
+        Command::Run(args) => commands::run::run(args),
+        Command::Demo(args) => commands::demo::run(args),
+        Command::Apiserver(args) => commands::apiserver::run(args),
         Command::Reconcile(args) => commands::reconcile::run(args),
         Command::Test(args) => commands::test::run(args),
+        Command::Guest(args) => commands::guest::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+        Command::NewPolicy(args) => commands::new_policy::run(args),
     }
 }

@@ -11,31 +11,58 @@
 //! - [`Policy`]: a trait whose methods default to those steps. A custom policy overrides one or
 //!   two of them and is exported with [`export_policy!`].
 //!
+//! Helpers: [`meta`] (`pod.annotation("x")`, `service.label("y")`), [`log`] (lines in the
+//! host's log), and [`testing`] (builders for native unit tests, so a policy is tested with a
+//! plain `cargo test`).
+//!
+//! A whole policy, configuration included:
+//!
 //! ```
 //! use weir_policy::{Context, Policy, PodAddress, types::Pod};
 //!
-//! /// Upstream behaviour, except that pods annotated `example.com/drain` are not ready.
-//! #[derive(Default, serde::Deserialize)]
-//! struct Drain {}
+//! /// Upstream behaviour, except that pods annotated `<annotation>: "true"` are not ready.
+//! #[derive(serde::Deserialize)]
+//! #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+//! struct Drain {
+//!     /// The annotation that marks a draining pod.
+//!     annotation: String,
+//! }
+//!
+//! impl Default for Drain {
+//!     fn default() -> Self {
+//!         Drain { annotation: "example.com/drain".into() }
+//!     }
+//! }
 //!
 //! impl Policy for Drain {
 //!     fn address(&self, ctx: &Context, pod: &Pod) -> Option<PodAddress> {
 //!         let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
-//!         if pod.annotations.iter().any(|a| a.key == "example.com/drain") {
+//!         if pod.annotation(&self.annotation) == Some("true") {
 //!             address.ready = false;
 //!         }
 //!         Some(address)
 //!     }
 //! }
-//! // In the component crate: weir_policy::export_policy!(Drain);
-//! let _ = Drain {};
+//! // In the component crate (built for wasm32-wasip2): weir_policy::export_policy!(Drain);
+//!
+//! // A native unit test:
+//! use weir_policy::testing::{kv, pod, published, request, service};
+//! let mut draining = pod("b", "10.0.0.2", true);
+//! draining.annotations.push(kv("example.com/drain", "true"));
+//! let req = request(service(), vec![pod("a", "10.0.0.1", true), draining]);
+//! let policy: Drain = weir_policy::parse_config("").unwrap(); // empty config: the defaults
+//! let decision = weir_policy::reconcile(&policy, &req).unwrap();
+//! assert_eq!(published(&decision).ready, ["a"]);
+//! assert_eq!(published(&decision).not_ready, ["b"]);
 //! ```
 
 pub mod config;
 pub mod ip;
 pub mod log;
+pub mod meta;
 mod policy;
 pub mod steps;
+pub mod testing;
 pub mod well_known;
 
 pub use config::{ConfigError, parse_config};
@@ -63,7 +90,7 @@ pub mod types {
 /// Use it once, in the `cdylib` crate built for `wasm32-wasip2`. The type is the policy's
 /// configuration too: it implements `serde::Deserialize` and `Default`, and each request's
 /// `config` is parsed into it ([`parse_config`]: empty config gives `Default`, a config that
-/// does not fit is a clear reconcile error).
+/// does not fit is a clear reconcile error), then checked with [`Policy::validate`].
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {

@@ -52,8 +52,74 @@ pub struct Capped {
 /// The steps run in this order for a Service that exists, is not `ExternalName` and has a
 /// selector: [`select`](Policy::select) → per pod [`address`](Policy::address) and
 /// [`ports`](Policy::ports) → [`entries`](Policy::entries) → [`pack`](Policy::pack) →
-/// [`capacity`](Policy::capacity) → [`decide`](Policy::decide).
+/// [`capacity`](Policy::capacity) → [`decide`](Policy::decide). [`validate`](Policy::validate)
+/// runs first, on every request.
+///
+/// Which method to override:
+///
+/// | You want to | Override | Example |
+/// |---|---|---|
+/// | leave pods out entirely | [`select`](Policy::select) | `guest/examples/node-allowlist` |
+/// | change whether a pod is ready | [`address`](Policy::address) | `guest/examples/drain-annotation` |
+/// | decide from all pods together | [`entries`](Policy::entries) | `guest/examples/panic-threshold` |
+/// | reject a bad configuration | [`validate`](Policy::validate) | every example |
+///
+/// A filter, in full:
+///
+/// ```
+/// use weir_policy::{Context, Policy, types::Pod};
+///
+/// /// Upstream behaviour, without pods labelled `example.com/hidden`.
+/// #[derive(Default, serde::Deserialize)]
+/// struct Hide {}
+///
+/// impl Policy for Hide {
+///     fn select<'p>(&self, ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
+///         let mut pods = weir_policy::steps::select::eligible(ctx, pods);
+///         pods.retain(|pod| pod.label("example.com/hidden").is_none());
+///         pods
+///     }
+/// }
+///
+/// use weir_policy::testing::{kv, pod, published, request, service};
+/// let mut hidden = pod("b", "10.0.0.2", true);
+/// hidden.labels.push(kv("example.com/hidden", ""));
+/// let decision = weir_policy::reconcile(&Hide {}, &request(service(), vec![pod("a", "10.0.0.1", true), hidden])).unwrap();
+/// assert_eq!(published(&decision).ready, ["a"]);
+/// ```
+///
+/// A post-processing step over every entry (here: if nothing is ready, publish everything
+/// as ready rather than an empty Service):
+///
+/// ```
+/// use weir_policy::{Context, Entry, Policy};
+///
+/// #[derive(Default, serde::Deserialize)]
+/// struct NeverEmpty {}
+///
+/// impl Policy for NeverEmpty {
+///     fn entries(&self, _ctx: &Context<'_>, mut entries: Vec<Entry>) -> Vec<Entry> {
+///         if !entries.iter().any(|e| e.ready) {
+///             entries.iter_mut().for_each(|e| e.ready = true);
+///         }
+///         entries
+///     }
+/// }
+///
+/// use weir_policy::testing::{pod, published, request, service};
+/// let req = request(service(), vec![pod("a", "10.0.0.1", false)]);
+/// let decision = weir_policy::reconcile(&NeverEmpty {}, &req).unwrap();
+/// assert_eq!(published(&decision).ready, ["a"]);
+/// ```
 pub trait Policy {
+    /// Checks the configuration this policy was parsed from, before any step runs. An `Err`
+    /// fails the reconcile with that message (the host retries the key and writes nothing), so
+    /// a misconfigured policy is loud instead of quietly publishing the wrong addresses. The
+    /// default accepts everything serde accepted.
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The pods that may appear in the Endpoints (spec §6): not terminal, with an IP, and not
     /// terminating unless the Service publishes not-ready addresses.
     fn select<'p>(&self, ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
@@ -108,6 +174,9 @@ impl Policy for DefaultPolicy {}
 
 /// Runs `policy` on one request: the whole reconcile of one Service key (spec §5).
 pub fn reconcile(policy: &impl Policy, request: &Request) -> Result<Decision, String> {
+    policy
+        .validate()
+        .map_err(|e| format!("invalid policy configuration: {e}"))?;
     let Some(service) = request.service.as_ref() else {
         // Service gone: delete its Endpoints, whether or not any are cached (spec §5.2).
         return Ok(Decision::Delete);

@@ -87,6 +87,7 @@ impl ApiServerArgs {
                 seed: self.fault_seed,
             },
             seed: Vec::new(),
+            ..Config::default()
         }
     }
 }

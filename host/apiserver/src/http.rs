@@ -181,11 +181,7 @@ async fn inject_faults(sh: &Shared, method: &Method, watch: bool) -> Result<(), 
             && f.faults.conflict_next_updates > 0
         {
             f.faults.conflict_next_updates -= 1;
-            err = Some(ApiError::new(
-                409,
-                "Conflict",
-                "Operation cannot be fulfilled: injected fault: the object has been modified; please apply your changes to the latest version and try again",
-            ));
+            err = Some(ApiError::new(409, "Conflict", "injected"));
         } else if watch && f.faults.expire_next_watches > 0 {
             f.faults.expire_next_watches -= 1;
             err = Some(ApiError::expired(
@@ -321,9 +317,19 @@ async fn handle_resource(
         if e.code == 410 && watch {
             return Ok(watch_error_response(&e));
         }
+        if e.code == 409 {
+            // Looks exactly like a real stale-resourceVersion conflict.
+            let name = t.name.as_deref().unwrap_or("");
+            return Err(ApiError::conflict(def.name, def.group, name));
+        }
         return Err(e);
     }
-    if def.namespaced && t.name.is_some() && t.ns.is_none() {
+    if def.namespaced && t.ns.is_none() && (t.name.is_some() || *method != Method::GET) {
+        if t.name.is_none() {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
         return Err(ApiError::new(
             404,
             "NotFound",
@@ -500,7 +506,7 @@ fn hex(s: &str) -> String {
 }
 
 fn unhex(s: &str) -> Option<String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..s.len())
@@ -696,11 +702,19 @@ impl WatchSpec {
     fn translate(&self, e: &Event) -> Option<Bytes> {
         let now = self.matches(&e.obj);
         let before = e.prev.as_ref().is_some_and(|p| self.matches(p));
+        // The common case shares one serialized line among all watchers.
+        let shared = || {
+            if self.table {
+                self.render(e.ty, &e.obj)
+            } else {
+                e.line.get_or_init(|| line(e.ty.as_str(), &e.obj.json)).clone()
+            }
+        };
         match e.ty {
-            EvType::Added => now.then(|| self.render(EvType::Added, &e.obj)),
-            EvType::Deleted => (before || now).then(|| self.render(EvType::Deleted, &e.obj)),
+            EvType::Added => now.then(shared),
+            EvType::Deleted => (before || now).then(shared),
             EvType::Modified => match (before, now) {
-                (true, true) => Some(self.render(EvType::Modified, &e.obj)),
+                (true, true) => Some(shared()),
                 (false, true) => Some(self.render(EvType::Added, &e.obj)),
                 (true, false) => {
                     // As kube-apiserver: the previous object, with the event's resourceVersion.

@@ -101,6 +101,9 @@ pub struct Config {
     pub faults: Faults,
     /// Objects to load at start (status kept, missing namespaces created).
     pub seed: Vec<Value>,
+    /// How long after a namespace is marked for deletion its contents are deleted (the
+    /// namespace controller's work; in a cluster it takes a moment too).
+    pub namespace_deletion_delay: Duration,
 }
 
 impl Default for Config {
@@ -111,6 +114,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(1),
             faults: Faults::default(),
             seed: Vec::new(),
+            namespace_deletion_delay: Duration::from_millis(500),
         }
     }
 }
@@ -323,13 +327,36 @@ impl ApiServer {
                 tracing::error!(error = %e, "apiserver stopped");
             }
         });
+        let ns_task = tokio::spawn(namespace_controller(
+            shared.clone(),
+            config.namespace_deletion_delay,
+        ));
         tracing::info!(%addr, "weir-apiserver listening");
         Ok(RunningApiServer {
             addr,
             shared,
             stop: Some(stop_tx),
             task,
+            ns_task,
         })
+    }
+}
+
+/// Deletes the contents of terminating namespaces, `delay` after they were marked.
+async fn namespace_controller(shared: Arc<Shared>, delay: Duration) {
+    let mut rx = shared.lock().res[resources::NAMESPACES].tx.subscribe();
+    while rx.changed().await.is_ok() {
+        let terminating = shared.lock().res[resources::NAMESPACES]
+            .objects
+            .values()
+            .any(|o| !o.value()["metadata"]["deletionTimestamp"].is_null());
+        if !terminating {
+            continue;
+        }
+        tokio::time::sleep(delay).await;
+        if let Err(e) = shared.lock().finalize_namespaces() {
+            tracing::warn!(error = %e.message, "namespace controller");
+        }
     }
 }
 
@@ -349,10 +376,6 @@ fn load_seed_object(store: &mut Store, v: Value) -> Result<(), Error> {
             what: what.clone(),
             message: format!("unsupported kind {api_version}/{kind}"),
         })?;
-    let (v, _) = resources::normalize(r, &v).map_err(|m| Error::SeedObject {
-        what: what.clone(),
-        message: m,
-    })?;
     let def = &resources::RESOURCES[r];
     let res = if r == resources::NAMESPACES && store.get(r, "", &name).is_some() {
         return Ok(());
@@ -380,6 +403,7 @@ pub struct RunningApiServer {
     shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    ns_task: tokio::task::JoinHandle<()>,
 }
 
 /// Direct in-process access to the stored objects (for tests).
@@ -467,6 +491,7 @@ impl RunningApiServer {
 
     /// Stops serving: open watches are ended, then the listener closes.
     pub async fn shutdown(mut self) {
+        self.ns_task.abort();
         self.shared.drop_watches.send_modify(|g| *g += 1);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

@@ -298,7 +298,7 @@ fn key_of<'a>(item: &'a Value, key: &str) -> &'a Value {
     if key.is_empty() { item } else { &item[key] }
 }
 
-fn reorder(list: &mut Vec<Value>, order: &[Value], key: &str) {
+fn reorder(list: &mut [Value], order: &[Value], key: &str) {
     let pos = |item: &Value| {
         order
             .iter()

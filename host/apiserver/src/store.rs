@@ -77,6 +77,8 @@ pub(crate) struct Event {
     pub ty: EvType,
     pub obj: Arc<Obj>,
     pub prev: Option<Arc<Obj>>,
+    /// The watch line for this event's own type, rendered once and shared by all watchers.
+    pub line: std::sync::OnceLock<Bytes>,
 }
 
 /// Objects and history of one resource.
@@ -372,10 +374,8 @@ impl Store {
                 self.ips.insert(n);
                 cip
             };
-            if dry_run {
-                if let Some(n) = ip_to_u32(&ip) {
-                    self.ips.remove(&n);
-                }
+            if dry_run && let Some(n) = ip_to_u32(&ip) {
+                self.ips.remove(&n);
             }
             spec.insert("clusterIP".into(), json!(ip));
             spec.insert("clusterIPs".into(), json!([ip]));
@@ -386,8 +386,10 @@ impl Store {
         if spec.get("ipFamilies").is_none_or(Value::is_null) {
             spec.insert("ipFamilies".into(), json!(["IPv4"]));
         }
-        if ty == "NodePort" || ty == "LoadBalancer" {
-            if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        if (ty == "NodePort" || ty == "LoadBalancer")
+            && let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut)
+        {
+            {
                 for p in ports {
                     if p["nodePort"].as_i64().unwrap_or(0) == 0 {
                         let np = (30000..=32767)
@@ -471,6 +473,7 @@ impl Store {
             ty,
             obj: obj.clone(),
             prev,
+            line: std::sync::OnceLock::new(),
         });
         let history_len = self.history_len;
         let rs = &mut self.res[r];
@@ -872,24 +875,37 @@ impl Store {
             }
             obj = self.commit(r, v, EvType::Modified, Some(old_obj))?;
         }
-        if r == NAMESPACES {
-            for cr in 0..RESOURCES.len() {
-                if !RESOURCES[cr].namespaced {
+        Ok(obj)
+    }
+
+    /// What the namespace controller does: deletes the contents of terminating namespaces
+    /// (objects with finalizers are only marked) and removes the namespaces that are empty.
+    pub(crate) fn finalize_namespaces(&mut self) -> Result<(), ApiError> {
+        let terminating: Vec<String> = self.res[NAMESPACES]
+            .objects
+            .values()
+            .filter(|o| !o.value()["metadata"]["deletionTimestamp"].is_null())
+            .map(|o| o.name.clone())
+            .collect();
+        for name in terminating {
+            for (cr, def) in RESOURCES.iter().enumerate() {
+                if !def.namespaced {
                     continue;
                 }
                 let names: Vec<String> = self.res[cr]
                     .objects
                     .range((name.to_string(), String::new())..)
-                    .take_while(|((k, _), _)| k == name)
+                    .take_while(|((k, _), _)| *k == name)
+                    .filter(|(_, o)| o.value()["metadata"]["deletionTimestamp"].is_null())
                     .map(|((_, n), _)| n.clone())
                     .collect();
                 for n in names {
-                    let _ = self.delete(cr, name, &n, &DeleteOpts::default());
+                    let _ = self.delete(cr, &name, &n, &DeleteOpts::default());
                 }
             }
-            self.maybe_finish_namespace(name)?;
+            self.maybe_finish_namespace(&name)?;
         }
-        Ok(obj)
+        Ok(())
     }
 
     /// Events of resource `r` after `cursor`, or `Err(compacted)` if they are gone.
@@ -989,6 +1005,8 @@ mod tests {
         s.create(PODS, Some("t"), p, WriteOpts::default()).unwrap();
         s.delete(NAMESPACES, "", "t", &DeleteOpts::default())
             .unwrap();
+        assert!(s.get(PODS, "t", "p").unwrap().value()["metadata"]["deletionTimestamp"].is_null());
+        s.finalize_namespaces().unwrap();
         let marked = s.get(PODS, "t", "p").unwrap().value();
         assert!(!marked["metadata"]["deletionTimestamp"].is_null());
         let e = s

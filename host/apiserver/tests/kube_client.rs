@@ -38,6 +38,14 @@ impl Drop for TempDir {
 }
 
 async fn start(config: Config, tag: &str) -> (RunningApiServer, kube::Client, TempDir) {
+    start_with(config, tag, true).await
+}
+
+async fn start_with(
+    config: Config,
+    tag: &str,
+    retry: bool,
+) -> (RunningApiServer, kube::Client, TempDir) {
     let server = ApiServer::start(config).await.expect("server starts");
     let dir = TempDir::new(tag);
     let path = dir.0.join("kubeconfig");
@@ -47,6 +55,8 @@ async fn start(config: Config, tag: &str) -> (RunningApiServer, kube::Client, Te
         .await
         .expect("kubeconfig accepted");
     assert_eq!(cfg.default_namespace, "default");
+    let mut cfg = cfg;
+    cfg.default_retry = retry;
     let client = kube::Client::try_from(cfg).expect("client");
     (server, client, dir)
 }
@@ -239,7 +249,7 @@ async fn crud_conflicts_and_errors() {
     let stats = server.stats();
     assert_eq!(stats.writes("endpoints"), 1);
     assert_eq!(stats.verbs("pods").create, 4);
-    assert!(stats.requests >= 20);
+    assert!(stats.requests >= 10, "{stats:?}");
     server.shutdown().await;
 }
 
@@ -584,11 +594,9 @@ async fn watcher_survives_gone_and_dropped_watches() {
         .unwrap();
     wait_for(&mut rx, "apply three").await;
 
-    // History overflow (compaction) while disconnected: relist as well.
+    // Compaction up to now does not disturb an up-to-date watcher (bookmarks keep it current).
     server.faults().compact("pods");
     server.faults().drop_watches();
-    wait_for(&mut rx, "init").await;
-    wait_for(&mut rx, "initdone").await;
     pods.delete("one", &DeleteParams::default()).await.unwrap();
     wait_for(&mut rx, "delete one").await;
 
@@ -616,7 +624,7 @@ async fn watcher_survives_gone_and_dropped_watches() {
 
 #[tokio::test]
 async fn injected_errors() {
-    let (server, client, _dir) = start(Config::default(), "faults").await;
+    let (server, client, _dir) = start_with(Config::default(), "faults", false).await;
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     pods.create(&PostParams::default(), &pod("p", "x"))
         .await
@@ -668,5 +676,157 @@ async fn injected_errors() {
     let b = pattern(7).await;
     assert_eq!(a, b);
     assert!(a.iter().any(|x| *x) && a.iter().any(|x| !*x));
+    server.faults().set(weir_apiserver::Faults::default());
+    // kube-rs's default retry honours Retry-After on 429s.
+    let (server2, retrying, _dir2) = start(Config::default(), "faults-retry").await;
+    let f = server2.faults();
+    f.set(weir_apiserver::Faults {
+        throttle_rate: 0.5,
+        retry_after_seconds: 0,
+        seed: 3,
+        ..Default::default()
+    });
+    let pods2: Api<Pod> = Api::default_namespaced(retrying);
+    for i in 0..5 {
+        pods2
+            .create(&PostParams::default(), &pod(&format!("r{i}"), "x"))
+            .await
+            .unwrap();
+    }
+    assert_eq!(server2.store().count("pods"), 5);
+    assert!(server2.stats().verbs("pods").create > 5);
+    server2.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn demo_seed_loads() {
+    let text = include_str!("../../../deploy/demo/seed.yaml");
+    let seed = weir_apiserver::parse_seed(text).expect("seed parses");
+    let (server, client, _dir) = start(
+        Config {
+            seed,
+            ..Config::default()
+        },
+        "seed",
+    )
+    .await;
+    let pods: Api<Pod> = Api::all(client.clone());
+    let list = pods.list(&ListParams::default()).await.unwrap();
+    assert!(list.items.len() >= 12, "{}", list.items.len());
+    let ready = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    };
+    assert!(list.items.iter().any(ready));
+    assert!(list.items.iter().any(|p| !ready(p)));
+    assert!(
+        list.items
+            .iter()
+            .all(|p| p.spec.as_ref().unwrap().node_name.is_some())
+    );
+    let svcs: Api<Service> = Api::all(client.clone());
+    let svcs = svcs.list(&ListParams::default()).await.unwrap().items;
+    assert!(svcs.len() >= 5);
+    assert!(
+        svcs.iter()
+            .any(|s| s.spec.as_ref().unwrap().cluster_ip.as_deref() == Some("None"))
+    );
+    assert!(
+        svcs.iter()
+            .any(|s| s.spec.as_ref().unwrap().selector.is_none())
+    );
+    assert!(
+        svcs.iter()
+            .any(|s| s.spec.as_ref().unwrap().publish_not_ready_addresses == Some(true))
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_surface() {
+    let (server, client, _dir) = start(Config::default(), "http").await;
+    let get = |path: &str| http::Request::get(path).body(Vec::new()).unwrap();
+    // discovery, as kubectl reads it
+    let v: serde_json::Value =
+        serde_json::from_str(&client.request_text(get("/api/v1")).await.unwrap()).unwrap();
+    let pods = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .unwrap();
+    assert_eq!(pods["shortNames"], json!(["po"]));
+    assert_eq!(pods["namespaced"], true);
+    assert!(
+        v["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "pods/status")
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&client.request_text(get("/apis")).await.unwrap()).unwrap();
+    let groups: Vec<&str> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups, vec!["coordination.k8s.io", "discovery.k8s.io"]);
+    assert_eq!(client.request_text(get("/readyz")).await.unwrap(), "ok");
+    let version = client.apiserver_version().await.unwrap();
+    assert_eq!(version.major, "1");
+    // Table form
+    let pods_api: Api<Pod> = Api::default_namespaced(client.clone());
+    pods_api
+        .create(&PostParams::default(), &pod("t", "x"))
+        .await
+        .unwrap();
+    let req = http::Request::get("/api/v1/namespaces/default/pods")
+        .header(
+            "accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&client.request_text(req).await.unwrap()).unwrap();
+    assert_eq!(v["kind"], "Table");
+    assert_eq!(v["columnDefinitions"][0]["name"], "Name");
+    assert_eq!(v["rows"][0]["cells"][0], "t");
+    assert_eq!(v["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    // protobuf bodies are refused with 415, unknown paths are 404 Status
+    let req = http::Request::post("/api/v1/namespaces/default/pods")
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .body(vec![0u8; 4])
+        .unwrap();
+    assert_eq!(
+        api_err(client.request_text(req).await.unwrap_err()).code,
+        415
+    );
+    let e = api_err(
+        client
+            .request_text(get("/api/v1/widgets"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (404, "NotFound"));
+    // timeoutSeconds ends a watch cleanly
+    let t = std::time::Instant::now();
+    let mut w = pods_api
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap()
+        .boxed();
+    while let Some(ev) = tokio::time::timeout(DEADLINE, w.next())
+        .await
+        .expect("watch ends in time")
+    {
+        ev.unwrap();
+    }
+    assert!(t.elapsed() >= Duration::from_millis(900));
     server.shutdown().await;
 }

@@ -1,6 +1,12 @@
 //! Subcommands, and the flags they share.
 
+pub mod apiserver;
+pub mod bench;
+pub mod demo;
+pub mod guest;
+pub mod new_policy;
 pub mod reconcile;
+pub mod run;
 pub mod test;
 
 use std::path::PathBuf;

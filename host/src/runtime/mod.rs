@@ -1,7 +1,9 @@
 //! Running guests: one wasmtime [`Engine`], components compiled once, a fresh instance per call
 //! from a pre-instantiated template, with a deadline and a memory cap on every call.
 
+mod active;
 pub mod bindings;
+pub mod cache;
 mod sandbox;
 
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Store, Trap};
 
+pub use active::ActiveGuest;
 use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
 use sandbox::CallState;
 
@@ -113,10 +116,21 @@ impl EpochTicker {
         std::thread::Builder::new()
             .name("weir-epoch".into())
             .spawn(move || {
+                let started = Instant::now();
+                let mut ticks: u128 = 0;
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(EPOCH_TICK);
+                    // Advance by the ticks that really elapsed, not one per wake-up: on busy
+                    // cores this thread runs late, and counting wake-ups would stretch every
+                    // deadline (measured: 200 ms became 515 ms while guests compiled).
+                    let due = started.elapsed().as_nanos() / EPOCH_TICK.as_nanos();
                     match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
+                        Some(engine) => {
+                            while ticks < due {
+                                engine.increment_epoch();
+                                ticks += 1;
+                            }
+                        }
                         None => break,
                     }
                 }
@@ -144,7 +158,13 @@ pub struct Runtime {
 impl Runtime {
     /// An engine with epoch interruption and the given per-call limits.
     pub fn new(limits: Limits) -> Result<Self, LoadError> {
-        let mut config = Config::new();
+        Self::with_config(limits, Config::new())
+    }
+
+    /// Like [`Runtime::new`], with engine settings of the caller's (an instance allocator,
+    /// for example). The component model and epoch interruption are switched on regardless,
+    /// since guests and deadlines depend on them.
+    pub fn with_config(limits: Limits, mut config: Config) -> Result<Self, LoadError> {
         config.wasm_component_model(true).epoch_interruption(true);
         let engine = Engine::new(&config).map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
@@ -184,6 +204,19 @@ impl Runtime {
     pub fn load(&self, bytes: &[u8]) -> Result<Guest, LoadError> {
         let component = self.compile(bytes)?;
         self.prepare(component, bytes)
+    }
+
+    /// Like [`Runtime::load`], taking the compiled form from `cache` when it holds a valid
+    /// entry for these bytes and this engine, and storing it there otherwise.
+    pub fn load_cached(
+        &self,
+        bytes: &[u8],
+        cache: Option<&cache::CompileCache>,
+    ) -> Result<Guest, LoadError> {
+        match cache {
+            Some(cache) => self.prepare(cache.load_or_compile(self, bytes)?, bytes),
+            None => self.load(bytes),
+        }
     }
 
     /// The embedded default guest.

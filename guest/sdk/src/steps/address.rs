@@ -51,13 +51,8 @@ pub fn hostname(pod: &Pod, service: &Service) -> String {
 /// Upstream's address for `pod`, or `None` when it has no IP of the published family.
 /// Ready when the pod is ready or the Service publishes not-ready addresses (spec §9.1).
 pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
-    let Some(ip) = pod_ip(pod, ctx.family) else {
-        crate::log::debug(&format!(
-            "pod {}/{} has no IP of the Service's family",
-            pod.namespace, pod.name
-        ));
-        return None;
-    };
+    // A pod without an IP of the Service's family is left out (upstream logs it at V(2)).
+    let ip = pod_ip(pod, ctx.family)?;
     let address = EndpointAddress {
         ip,
         hostname: hostname(pod, ctx.service),

@@ -43,16 +43,8 @@ pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
     service
         .ports
         .iter()
-        .filter_map(|sp| match find_port(pod, sp) {
-            Some(port) => Some(Some(endpoint_port(sp, port))),
-            None => {
-                crate::log::debug(&format!(
-                    "pod {}/{} declares no port for service port {:?}",
-                    pod.namespace, pod.name, sp.name
-                ));
-                None
-            }
-        })
+        // A port the pod does not declare is skipped for this pod only (spec §8.4).
+        .filter_map(|sp| find_port(pod, sp).map(|port| Some(endpoint_port(sp, port))))
         .collect()
 }
 

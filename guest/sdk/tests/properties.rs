@@ -1,0 +1,215 @@
+//! Properties of the default policy over generated requests:
+//! - the order of pods and of the stored subsets never changes the decision;
+//! - feeding a written result back as the stored Endpoints always gives `none`;
+//! - nothing panics.
+
+use proptest::prelude::*;
+use weir_policy::types::*;
+use weir_policy::{DefaultPolicy, reconcile};
+
+fn kv(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: value.into(),
+    }
+}
+
+fn service_strategy() -> impl Strategy<Value = Service> {
+    let port = (
+        0..3usize,
+        prop::bool::ANY,
+        0..2usize,
+        prop::option::of("h2c|grpc"),
+    )
+        .prop_map(|(i, named, proto, app)| ServicePort {
+            name: ["http", "metrics", "dns"][i].into(),
+            protocol: ["TCP", "UDP"][proto].into(),
+            port: 80 + i as i32,
+            target_port: if named {
+                TargetPort::Name(["http", "metrics", "dns"][i].into())
+            } else {
+                TargetPort::Number(8080 + i as i32)
+            },
+            app_protocol: app,
+        });
+    (
+        prop::collection::vec(port, 0..3),
+        prop::bool::ANY,
+        0..3usize,
+        prop::bool::ANY,
+        prop::collection::vec(("[ab]", "[xy]"), 0..3),
+    )
+        .prop_map(|(mut ports, publish, cluster, v6, labels)| {
+            ports.sort_by(|a, b| a.name.cmp(&b.name));
+            ports.dedup_by(|a, b| a.name == b.name);
+            Service {
+                namespace: "ns".into(),
+                name: "svc".into(),
+                uid: "svc-uid".into(),
+                labels: labels
+                    .into_iter()
+                    .collect::<std::collections::BTreeMap<String, String>>()
+                    .iter()
+                    .map(|(k, v)| kv(k, v))
+                    .collect(),
+                annotations: vec![],
+                creation_timestamp: Some("2024-01-01T00:00:00Z".into()),
+                selector: Some(vec![]),
+                service_type: "ClusterIP".into(),
+                cluster_ip: ["10.96.0.1", "None", ""][cluster].into(),
+                cluster_ips: vec![],
+                ip_families: vec![if v6 { "IPv6" } else { "IPv4" }.into()],
+                ports,
+                publish_not_ready_addresses: publish,
+            }
+        })
+}
+
+fn pod_strategy() -> impl Strategy<Value = Pod> {
+    (
+        0..6u8,
+        0..4usize,
+        prop::bool::ANY,
+        prop::bool::ANY,
+        0..5usize,
+        prop::collection::vec((0..3usize, 0..2usize), 0..3),
+        prop::bool::ANY,
+        prop::bool::ANY,
+    )
+        .prop_map(
+            |(ip, ready, terminating, v6_too, phase, ports, host, sub)| {
+                let v4 = format!("10.0.0.{ip}");
+                let mut pod_ips = vec![v4.clone()];
+                if v6_too {
+                    pod_ips.push(format!("fd00::{ip}"));
+                }
+                Pod {
+                    namespace: "ns".into(),
+                    name: String::new(), // made unique below
+                    uid: String::new(),
+                    labels: vec![],
+                    annotations: vec![],
+                    node_name: format!("node-{}", ip % 2),
+                    hostname: if host { "h".into() } else { String::new() },
+                    subdomain: if sub { "svc".into() } else { String::new() },
+                    pod_ip: Some(v4),
+                    pod_ips,
+                    phase: ["Running", "Pending", "Failed", "Succeeded", ""][phase].into(),
+                    conditions: match ready {
+                        0 => vec![],
+                        1 => vec![PodCondition {
+                            condition_type: "Ready".into(),
+                            status: "True".into(),
+                            last_transition_time: None,
+                        }],
+                        2 => vec![PodCondition {
+                            condition_type: "Ready".into(),
+                            status: "False".into(),
+                            last_transition_time: None,
+                        }],
+                        _ => vec![PodCondition {
+                            condition_type: "Ready".into(),
+                            status: "Unknown".into(),
+                            last_transition_time: None,
+                        }],
+                    },
+                    terminating,
+                    container_ports: ports
+                        .into_iter()
+                        .map(|(i, proto)| ContainerPort {
+                            name: ["http", "metrics", "dns"][i].into(),
+                            port: 9000 + i as i32,
+                            protocol: ["TCP", "UDP"][proto].into(),
+                        })
+                        .collect(),
+                }
+            },
+        )
+}
+
+fn request_strategy() -> impl Strategy<Value = Request> {
+    (
+        service_strategy(),
+        prop::collection::vec(pod_strategy(), 0..10),
+    )
+        .prop_map(|(service, mut pods)| {
+            for (i, p) in pods.iter_mut().enumerate() {
+                p.name = format!("pod-{i}");
+                p.uid = format!("uid-{i}");
+            }
+            Request {
+                namespace: "ns".into(),
+                name: "svc".into(),
+                service: Some(service),
+                pods,
+                current: None,
+                trigger_time: None,
+                config: String::new(),
+            }
+        })
+}
+
+fn written(decision: &Decision) -> Option<Endpoints> {
+    match decision {
+        Decision::Create(e) | Decision::Update(e) => Some(e.clone()),
+        _ => None,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pod_order_never_changes_the_decision(request in request_strategy(), seed in any::<u64>()) {
+        let first = reconcile(&DefaultPolicy {}, &request).unwrap();
+        let mut shuffled = request.clone();
+        shuffle(&mut shuffled.pods, seed);
+        prop_assert_eq!(reconcile(&DefaultPolicy {}, &shuffled).unwrap(), first);
+    }
+
+    #[test]
+    fn feeding_the_result_back_gives_none(request in request_strategy(), seed in any::<u64>()) {
+        let decision = reconcile(&DefaultPolicy {}, &request).unwrap();
+        let mut stored = written(&decision).expect("a Service with a selector and no Endpoints is created");
+        stored.resource_version = "42".into();
+        let mut again = request.clone();
+        again.current = Some(stored.clone());
+        prop_assert_eq!(reconcile(&DefaultPolicy {}, &again).unwrap(), Decision::None);
+
+        // The stored object in any order is still right (spec §18 D1).
+        shuffle(&mut stored.subsets, seed);
+        for (i, s) in stored.subsets.iter_mut().enumerate() {
+            shuffle(&mut s.addresses, seed ^ i as u64);
+            shuffle(&mut s.ports, seed.rotate_left(7) ^ i as u64);
+        }
+        again.current = Some(stored);
+        prop_assert_eq!(reconcile(&DefaultPolicy {}, &again).unwrap(), Decision::None);
+    }
+
+    #[test]
+    fn stored_subset_order_never_changes_the_decision(request in request_strategy(), other in request_strategy(), seed in any::<u64>()) {
+        // Store another request's result, then reconcile: the stored order must not matter.
+        let mut stored = written(&reconcile(&DefaultPolicy {}, &other).unwrap()).unwrap();
+        stored.resource_version = "7".into();
+        let mut with_stored = request.clone();
+        with_stored.current = Some(stored.clone());
+        let first = reconcile(&DefaultPolicy {}, &with_stored).unwrap();
+        shuffle(&mut stored.subsets, seed);
+        for s in stored.subsets.iter_mut() {
+            shuffle(&mut s.not_ready_addresses, seed);
+        }
+        with_stored.current = Some(stored);
+        prop_assert_eq!(reconcile(&DefaultPolicy {}, &with_stored).unwrap(), first);
+    }
+}
+
+/// A deterministic Fisher-Yates shuffle driven by `seed` (proptest shrinks the seed).
+fn shuffle<T>(items: &mut [T], mut seed: u64) {
+    for i in (1..items.len()).rev() {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let j = (seed >> 33) as usize % (i + 1);
+        items.swap(i, j);
+    }
+}

@@ -1,0 +1,448 @@
+//! kubectl (default flags, no `--validate=false`) against weir-apiserver, using the written
+//! kubeconfig. Skips when kubectl is not on PATH.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use weir_apiserver::{ApiServer, Config, RunningApiServer};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+struct Env {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn kubectl_available() -> bool {
+    match std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(s) if s.success() => true,
+        _ => {
+            eprintln!("kubectl not found on PATH: skipping kubectl tests");
+            false
+        }
+    }
+}
+
+async fn setup(tag: &str) -> (RunningApiServer, Env) {
+    let server = ApiServer::start(Config::default())
+        .await
+        .expect("server starts");
+    let dir = std::env::temp_dir().join(format!("weir-kubectl-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    (server, Env { dir, kubeconfig })
+}
+
+fn command(env: &Env, args: &[&str]) -> Command {
+    let mut c = Command::new("kubectl");
+    c.args(args)
+        .env("KUBECONFIG", &env.kubeconfig)
+        .env("HOME", &env.dir)
+        .env("KUBECACHEDIR", env.dir.join("cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    c
+}
+
+/// Runs kubectl; returns (success, stdout, stderr).
+async fn kubectl(env: &Env, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let mut child = command(env, args).spawn().expect("spawn kubectl");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).await.unwrap();
+    }
+    drop(input);
+    let out = tokio::time::timeout(DEADLINE, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+        .unwrap();
+    let r = (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!("$ kubectl {}\n{}{}", args.join(" "), r.1, r.2);
+    r
+}
+
+async fn ok(env: &Env, args: &[&str]) -> String {
+    let (success, out, err) = kubectl(env, args, None).await;
+    assert!(success, "kubectl {args:?} failed: {err}");
+    out
+}
+
+async fn ok_stdin(env: &Env, args: &[&str], stdin: &str) -> String {
+    let (success, out, err) = kubectl(env, args, Some(stdin)).await;
+    assert!(success, "kubectl {args:?} failed: {err}");
+    out
+}
+
+fn write(path: &Path, text: &str) -> String {
+    std::fs::write(path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: demo
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: demo
+spec:
+  selector: {app: web}
+  ports:
+  - name: http
+    port: 80
+    targetPort: http
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-0
+  namespace: demo
+  labels: {app: web}
+spec:
+  containers:
+  - name: web
+    image: nginx:1.27
+    ports:
+    - name: http
+      containerPort: 8080
+"#;
+
+fn pod_manifest(name: &str, labels: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: demo\n  labels: {{{labels}}}\nspec:\n  containers:\n  - name: web\n    image: nginx:1.27\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_workflow() {
+    if !kubectl_available() {
+        return;
+    }
+    let (server, env) = setup("workflow").await;
+    let store = server.store();
+
+    let out = ok(&env, &["get", "namespaces"]).await;
+    assert!(
+        out.contains("default") && out.contains("kube-system") && out.contains("Active"),
+        "{out}"
+    );
+
+    // create -f (client-side validation via OpenAPI v3 -> server-side fieldValidation=Strict)
+    let file = write(&env.dir.join("app.yaml"), MANIFEST);
+    let out = ok(&env, &["create", "-f", &file]).await;
+    assert!(out.contains("namespace/demo created"), "{out}");
+    assert!(out.contains("service/web created"), "{out}");
+    assert!(out.contains("pod/web-0 created"), "{out}");
+    let (success, _, err) = kubectl(&env, &["create", "-f", &file], None).await;
+    assert!(
+        !success && err.contains("AlreadyExists") && err.contains("\"web-0\" already exists"),
+        "{err}"
+    );
+
+    // get: server-side printed columns
+    let out = ok(&env, &["get", "pods", "-n", "demo"]).await;
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["web-0", "0/1", "Pending", "0"]);
+    let out = ok(&env, &["get", "svc", "-n", "demo"]).await;
+    assert!(
+        out.contains("CLUSTER-IP") && out.contains("10.96.") && out.contains("80/TCP"),
+        "{out}"
+    );
+    let out = ok(&env, &["get", "po,svc,ep", "-A"]).await;
+    assert!(
+        out.contains("pod/web-0") && out.contains("service/web"),
+        "{out}"
+    );
+    let ip = ok(
+        &env,
+        &[
+            "get",
+            "svc",
+            "web",
+            "-n",
+            "demo",
+            "-o",
+            "jsonpath={.spec.clusterIP}",
+        ],
+    )
+    .await;
+    assert!(ip.starts_with("10.96."), "{ip}");
+    let (success, _, err) = kubectl(&env, &["get", "pod", "nope", "-n", "demo"], None).await;
+    assert!(
+        !success && err.contains("Error from server (NotFound): pods \"nope\" not found"),
+        "{err}"
+    );
+
+    // describe
+    let out = ok(&env, &["describe", "pod", "web-0", "-n", "demo"]).await;
+    assert!(
+        out.contains("web-0") && out.contains("Pending") && out.contains("8080/TCP"),
+        "{out}"
+    );
+    let out = ok(&env, &["describe", "svc", "web", "-n", "demo"]).await;
+    assert!(
+        out.contains("TargetPort:") && out.contains("http/TCP"),
+        "{out}"
+    );
+
+    // label / annotate (patches)
+    let out = ok(
+        &env,
+        &["label", "pod", "web-0", "-n", "demo", "tier=frontend"],
+    )
+    .await;
+    assert!(out.contains("pod/web-0 labeled"), "{out}");
+    let out = ok(
+        &env,
+        &[
+            "annotate",
+            "pod",
+            "web-0",
+            "-n",
+            "demo",
+            "weir.dev/note=hello",
+        ],
+    )
+    .await;
+    assert!(out.contains("pod/web-0 annotated"), "{out}");
+    let pod = store.get("pods", "demo", "web-0").unwrap();
+    assert_eq!(pod["metadata"]["labels"]["tier"], "frontend");
+    assert_eq!(pod["metadata"]["annotations"]["weir.dev/note"], "hello");
+    let out = ok(
+        &env,
+        &[
+            "get",
+            "pods",
+            "-n",
+            "demo",
+            "-l",
+            "tier in (frontend,backend)",
+            "-o",
+            "name",
+        ],
+    )
+    .await;
+    assert_eq!(out.trim(), "pod/web-0");
+
+    // apply -f: create, configure (strategic merge patch), unchanged
+    let f = write(&env.dir.join("p1.yaml"), &pod_manifest("web-1", "app: web"));
+    let out = ok(&env, &["apply", "-f", &f]).await;
+    assert!(out.contains("pod/web-1 created"), "{out}");
+    let f = write(
+        &env.dir.join("p1.yaml"),
+        &pod_manifest("web-1", "app: web, track: canary"),
+    );
+    let out = ok(&env, &["apply", "-f", &f]).await;
+    assert!(out.contains("pod/web-1 configured"), "{out}");
+    let out = ok(&env, &["apply", "-f", &f]).await;
+    assert!(out.contains("pod/web-1 unchanged"), "{out}");
+    assert_eq!(
+        store.get("pods", "demo", "web-1").unwrap()["metadata"]["labels"]["track"],
+        "canary"
+    );
+    let f = write(&env.dir.join("p1.yaml"), &pod_manifest("web-1", "app: web"));
+    ok(&env, &["apply", "-f", &f]).await;
+    let labels = store.get("pods", "demo", "web-1").unwrap()["metadata"]["labels"].clone();
+    assert!(
+        labels.get("track").is_none(),
+        "apply removes dropped labels: {labels}"
+    );
+
+    // strict server-side field validation
+    let bad = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  namespace: demo\nspec:\n  bogus: 1\n  containers:\n  - name: c\n    image: x\n";
+    let (success, _, err) = kubectl(&env, &["create", "-f", "-"], Some(bad)).await;
+    assert!(
+        !success && err.contains("unknown field \"spec.bogus\""),
+        "{err}"
+    );
+
+    // get -w sees the status patch
+    let mut watch = command(&env, &["get", "pods", "-n", "demo", "web-0", "-w"])
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(DEADLINE, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(first.starts_with("NAME"), "{first}");
+    let initial = tokio::time::timeout(DEADLINE, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(initial.contains("Pending"), "{initial}");
+
+    // patch --subresource=status (strategic merge patch, the default type)
+    let status = r#"{"status":{"phase":"Running","podIP":"10.244.1.7","podIPs":[{"ip":"10.244.1.7"}],"conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"web","ready":true,"restartCount":0,"image":"nginx:1.27","imageID":"","started":true,"state":{"running":{}}}]}}"#;
+    let out = ok(
+        &env,
+        &[
+            "patch",
+            "pod",
+            "web-0",
+            "-n",
+            "demo",
+            "--subresource=status",
+            "-p",
+            status,
+        ],
+    )
+    .await;
+    assert!(out.contains("pod/web-0 patched"), "{out}");
+    let pod = store.get("pods", "demo", "web-0").unwrap();
+    assert_eq!(pod["status"]["phase"], "Running");
+    assert_eq!(pod["status"]["conditions"][0]["status"], "True");
+    let end = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let line = tokio::time::timeout_at(end, lines.next_line())
+            .await
+            .expect("watch line in time")
+            .unwrap()
+            .expect("watch still open");
+        if line.contains("Running") && line.contains("1/1") {
+            break;
+        }
+    }
+    let _ = watch.kill().await;
+    let out = ok(&env, &["get", "pod", "web-0", "-n", "demo", "-o", "wide"]).await;
+    assert!(
+        out.contains("10.244.1.7") && out.contains("1/1") && out.contains("Running"),
+        "{out}"
+    );
+    // merge patch on status as well
+    ok(
+        &env,
+        &[
+            "patch",
+            "pod",
+            "web-0",
+            "-n",
+            "demo",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Succeeded"}}"#,
+        ],
+    )
+    .await;
+    assert_eq!(
+        store.get("pods", "demo", "web-0").unwrap()["status"]["phase"],
+        "Succeeded"
+    );
+
+    // delete (kubectl waits for the object to be gone through a watch)
+    let out = ok(&env, &["delete", "pod", "web-0", "-n", "demo"]).await;
+    assert!(out.contains("pod \"web-0\" deleted"), "{out}");
+    assert!(store.get("pods", "demo", "web-0").is_none());
+    let out = ok(&env, &["delete", "-f", &file, "--ignore-not-found"]).await;
+    assert!(out.contains("namespace \"demo\" deleted"), "{out}");
+    assert!(store.get("namespaces", "", "demo").is_none());
+    assert_eq!(store.count("pods"), 0);
+
+    let stats = server.stats();
+    assert!(stats.verbs("pods/status").patch >= 2);
+    assert!(stats.verbs("pods").patch >= 3);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_terminating_namespace_and_finalizers() {
+    if !kubectl_available() {
+        return;
+    }
+    let (server, env) = setup("terminating").await;
+    let store = server.store();
+    ok_stdin(
+        &env,
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gone\n",
+    )
+    .await;
+    let pod = pod_manifest("held", "app: x").replace("namespace: demo", "namespace: gone");
+    ok_stdin(&env, &["create", "-f", "-"], &pod).await;
+    ok(
+        &env,
+        &[
+            "patch",
+            "pod",
+            "held",
+            "-n",
+            "gone",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":["weir.dev/hold"]}}"#,
+        ],
+    )
+    .await;
+    let out = ok(&env, &["delete", "namespace", "gone", "--wait=false"]).await;
+    assert!(out.contains("namespace \"gone\" deleted"), "{out}");
+    let out = ok(&env, &["get", "ns", "gone"]).await;
+    assert!(out.contains("Terminating"), "{out}");
+    // the namespace controller marks the contents shortly after
+    let end = tokio::time::Instant::now() + DEADLINE;
+    while store.get("pods", "gone", "held").unwrap()["metadata"]["deletionTimestamp"].is_null() {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "pod never marked for deletion"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = ok(&env, &["get", "pod", "held", "-n", "gone"]).await;
+    assert!(out.contains("Terminating"), "{out}");
+    let other = pod_manifest("late", "app: x").replace("namespace: demo", "namespace: gone");
+    let (success, _, err) = kubectl(&env, &["create", "-f", "-"], Some(&other)).await;
+    assert!(
+        !success && err.contains("Forbidden") && err.contains("because it is being terminated"),
+        "{err}"
+    );
+    ok(
+        &env,
+        &[
+            "patch",
+            "pod",
+            "held",
+            "-n",
+            "gone",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ],
+    )
+    .await;
+    assert!(store.get("pods", "gone", "held").is_none());
+    assert!(store.get("namespaces", "", "gone").is_none());
+    let (success, _, err) = kubectl(&env, &["get", "ns", "gone"], None).await;
+    assert!(!success && err.contains("NotFound"), "{err}");
+    server.shutdown().await;
+}

@@ -1,0 +1,229 @@
+//! `weir demo`: the main job on the embedded default. An in-process API server seeded with
+//! demo data, the controller against it, and a live view of every Service's Endpoints.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1 as core;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio_util::sync::CancellationToken;
+use weir::controller::{Config, Controller};
+use weir::runtime::ActiveGuest;
+
+/// The demo objects, embedded so the demo works from any directory.
+const DEMO_SEED: &str = include_str!("../../../deploy/demo/seed.yaml");
+
+/// Run weir's main job with no cluster: start the embedded API server with demo data, run
+/// the controller against it, and show each Service's ready and not-ready addresses live.
+///
+/// The kubeconfig path is printed: use `kubectl --kubeconfig PATH get endpoints -w` in another
+/// terminal, and edit pods (`kubectl label`, `kubectl patch --subresource=status`) to watch
+/// weir react. Ctrl-C stops everything.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    guest: super::GuestArgs,
+
+    /// Flip a pod's readiness every few seconds, so there is something to watch.
+    #[arg(long, env = "WEIR_DEMO_CHURN")]
+    churn: bool,
+
+    /// Objects to load instead of the built-in demo data (multi-document YAML or a List).
+    #[arg(long, env = "WEIR_DEMO_SEED", value_name = "FILE")]
+    seed: Option<PathBuf>,
+
+    /// Where to write the kubeconfig of the demo API server. Default: a file in the system's
+    /// temporary directory.
+    #[arg(long, env = "WEIR_DEMO_KUBECONFIG", value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+
+    /// Stop by itself after this long (for scripts and CI). Default: run until Ctrl-C.
+    #[arg(long = "for", env = "WEIR_DEMO_FOR", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    run_for: Option<Duration>,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("weir: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(demo(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn demo(args: Args) -> anyhow::Result<()> {
+    let seed_text = match &args.seed {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --seed {}", path.display()))?,
+        None => DEMO_SEED.to_string(),
+    };
+    let seed = weir_apiserver::parse_seed(&seed_text).context("demo seed")?;
+    let server = weir_apiserver::ApiServer::start(weir_apiserver::Config {
+        seed,
+        ..Default::default()
+    })
+    .await?;
+    let kubeconfig = args.kubeconfig.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("weir-demo-{}.kubeconfig", std::process::id()))
+    });
+    server
+        .write_kubeconfig(&kubeconfig)
+        .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
+    println!("weir demo: API server at {}", server.url());
+    println!("weir demo: kubeconfig at {}", kubeconfig.display());
+    println!(
+        "           try: kubectl --kubeconfig {} get endpoints -A -w",
+        kubeconfig.display()
+    );
+    println!("weir demo: Ctrl-C stops\n");
+
+    let guest = args.guest.load()?;
+    let client = super::run::client(Some(&kubeconfig)).await?;
+    let controller = Controller::new(client.clone(), ActiveGuest::new(guest), Config::default());
+    let shutdown = CancellationToken::new();
+    super::run::cancel_on_signal(shutdown.clone());
+    if let Some(limit) = args.run_for {
+        let token = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            token.cancel();
+        });
+    }
+    let view = tokio::spawn(show_endpoints(client.clone(), shutdown.clone()));
+    let churn = args
+        .churn
+        .then(|| tokio::spawn(churn(client, shutdown.clone())));
+    controller.run(shutdown).await;
+    view.abort();
+    if let Some(churn) = churn {
+        churn.abort();
+    }
+    server.shutdown().await;
+    let _ = std::fs::remove_file(&kubeconfig);
+    println!("\nweir demo: stopped");
+    Ok(())
+}
+
+fn addresses(list: Option<&Vec<core::EndpointAddress>>) -> Vec<String> {
+    list.into_iter().flatten().map(|a| a.ip.clone()).collect()
+}
+
+/// One line per Service whose Endpoints changed: ready and not-ready addresses.
+fn describe(ep: &core::Endpoints) -> String {
+    let mut ready = Vec::new();
+    let mut not_ready = Vec::new();
+    let mut ports = Vec::new();
+    for s in ep.subsets.iter().flatten() {
+        ready.extend(addresses(s.addresses.as_ref()));
+        not_ready.extend(addresses(s.not_ready_addresses.as_ref()));
+        ports.extend(s.ports.iter().flatten().map(|p| p.port.to_string()));
+    }
+    for list in [&mut ready, &mut not_ready, &mut ports] {
+        list.sort();
+        list.dedup();
+    }
+    format!(
+        "ready [{}]  not-ready [{}]  ports [{}]",
+        ready.join(" "),
+        not_ready.join(" "),
+        ports.join(" ")
+    )
+}
+
+async fn show_endpoints(client: kube::Client, shutdown: CancellationToken) {
+    let api: Api<core::Endpoints> = Api::all(client);
+    let mut shown: BTreeMap<String, String> = BTreeMap::new();
+    let mut stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .touched_objects()
+        .boxed();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            next = stream.next() => match next {
+                Some(Ok(ep)) => {
+                    let key = format!("{}/{}", ep.metadata.namespace.clone().unwrap_or_default(), ep.metadata.name.clone().unwrap_or_default());
+                    let line = describe(&ep);
+                    if shown.get(&key) != Some(&line) {
+                        println!("{key:<28} {line}");
+                        shown.insert(key, line);
+                    }
+                }
+                Some(Err(e)) => tracing::debug!(error = %e, "demo view watch failed; retrying"),
+                None => return,
+            }
+        }
+    }
+}
+
+/// Flips the Ready condition of one running pod after another, every few seconds.
+async fn churn(client: kube::Client, shutdown: CancellationToken) {
+    let api: Api<core::Pod> = Api::all(client.clone());
+    let mut turn = 0usize;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(3)) => {}
+        }
+        let Ok(pods) = api.list(&ListParams::default()).await else {
+            continue;
+        };
+        let running: Vec<&core::Pod> = pods
+            .items
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .collect();
+        if running.is_empty() {
+            continue;
+        }
+        let pod = running[turn % running.len()];
+        turn += 1;
+        let mut conditions = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let mut flipped = "True";
+        match conditions.iter_mut().find(|c| c.type_ == "Ready") {
+            Some(c) => {
+                flipped = if c.status == "True" { "False" } else { "True" };
+                c.status = flipped.into();
+            }
+            None => conditions.push(core::PodCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }),
+        }
+        let (ns, name) = (
+            pod.metadata.namespace.clone().unwrap_or_default(),
+            pod.metadata.name.clone().unwrap_or_default(),
+        );
+        let patch = serde_json::json!({"status": {"conditions": conditions}});
+        let pods: Api<core::Pod> = Api::namespaced(client.clone(), &ns);
+        match pods
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => println!(
+                "{:<28} churn: Ready={flipped}",
+                format!("{ns}/{name} (pod)")
+            ),
+            Err(e) => tracing::debug!(error = %e, "churn patch failed"),
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! `weir guest export|info`: get the embedded default guest out, and look inside a component.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use weir::runtime::{DEFAULT_GUEST, Limits, LoadError, Runtime, WIT_PACKAGE, WORLD, digest};
+
+/// Work with guest components.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Write the embedded default guest (the upstream-compatible policy) as a `.wasm` file.
+    ///
+    /// Use it as the starting point to compare a custom policy against, or to deploy the
+    /// exact component this weir runs by default.
+    Export {
+        /// Where to write it; `-` writes to standard output.
+        path: PathBuf,
+    },
+    /// Describe a component: digest, size, the contract version it targets, whether this weir
+    /// can run it, and its imports and exports.
+    ///
+    /// Exits 0 when this weir can load it as a guest, 1 when it is a component this weir
+    /// cannot run (the reason is printed), 2 when the file cannot be read or is not a
+    /// WebAssembly component.
+    Info {
+        /// The component (`.wasm`); `-` reads standard input.
+        path: PathBuf,
+    },
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    let result = match args.command {
+        Command::Export { path } => export(&path).map(|()| ExitCode::SUCCESS),
+        Command::Info { path } => info(&path),
+    };
+    result.unwrap_or_else(|e| {
+        // One line, whatever the error chain holds (wasmparser pads byte dumps with runs of
+        // spaces and newlines), so scripts can show it as is.
+        let message = format!("{e:#}")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        eprintln!("weir: {message}");
+        ExitCode::from(2)
+    })
+}
+
+fn export(path: &Path) -> anyhow::Result<()> {
+    if path == Path::new("-") {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(DEFAULT_GUEST)
+            .and_then(|()| stdout.flush())
+            .context("writing the default guest to standard output")?;
+    } else {
+        std::fs::write(path, DEFAULT_GUEST)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        tracing::info!(
+            path = %path.display(),
+            size = DEFAULT_GUEST.len(),
+            sha256 = %digest(DEFAULT_GUEST),
+            "default guest written"
+        );
+    }
+    Ok(())
+}
+
+fn info(path: &Path) -> anyhow::Result<ExitCode> {
+    let bytes = if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .context("reading standard input")?;
+        bytes
+    } else {
+        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
+    };
+    let runtime = Runtime::new(Limits::default())?;
+    let component = runtime
+        .compile(&bytes)
+        .with_context(|| path.display().to_string())?;
+    let engine = runtime.engine();
+    let ty = component.component_type();
+    let imports: Vec<(String, &'static str)> = ty
+        .imports(engine)
+        .map(|(name, item)| (name.to_string(), kind(&item.ty)))
+        .collect();
+    let exports: Vec<(String, &'static str)> = ty
+        .exports(engine)
+        .map(|(name, item)| (name.to_string(), kind(&item.ty)))
+        .collect();
+
+    // The contract versions named by its interfaces (`weir:endpoints/log@0.1.0`, ...). A guest
+    // that never logs may name none: then only the load check below tells.
+    let mut versions: Vec<String> = imports
+        .iter()
+        .chain(&exports)
+        .filter_map(|(name, _)| name.strip_prefix("weir:endpoints/"))
+        .map(|rest| {
+            format!(
+                "weir:endpoints@{}",
+                rest.split_once('@').map_or("", |(_, v)| v)
+            )
+        })
+        .collect();
+    versions.sort();
+    versions.dedup();
+    let verdict = runtime.prepare(component, &bytes);
+
+    let mut out = std::io::stdout().lock();
+    let mut print = || -> std::io::Result<()> {
+        writeln!(out, "file:       {}", path.display())?;
+        writeln!(out, "sha256:     {}", digest(&bytes))?;
+        writeln!(out, "size:       {} bytes", bytes.len())?;
+        let targets = match (&verdict, versions.is_empty()) {
+            (Ok(_), _) => format!("{WIT_PACKAGE} world {WORLD}"),
+            (Err(_), false) => versions.join(", "),
+            (Err(_), true) => "unknown (names no weir:endpoints interface)".into(),
+        };
+        writeln!(out, "targets:    {targets}")?;
+        match &verdict {
+            Ok(_) => writeln!(out, "compatible: yes (this weir runs {WIT_PACKAGE})")?,
+            Err(e) => writeln!(out, "compatible: no: {e}")?,
+        }
+        writeln!(out, "imports:")?;
+        for (name, kind) in &imports {
+            writeln!(out, "  {name} ({kind})")?;
+        }
+        writeln!(out, "exports:")?;
+        for (name, kind) in &exports {
+            writeln!(out, "  {name} ({kind})")?;
+        }
+        out.flush()
+    };
+    print().context("writing to standard output")?;
+    Ok(match verdict {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(LoadError::Compile(_)) => ExitCode::from(2),
+        Err(_) => ExitCode::from(1),
+    })
+}
+
+/// What kind of item an import or export is, in WIT's words.
+fn kind(item: &wasmtime::component::types::ComponentItem) -> &'static str {
+    use wasmtime::component::types::ComponentItem as Item;
+    match item {
+        Item::ComponentFunc(_) => "function",
+        Item::CoreFunc(_) => "core function",
+        Item::Module(_) => "core module",
+        Item::Component(_) => "component",
+        Item::ComponentInstance(_) => "interface",
+        Item::Type(_) => "type",
+        Item::Resource(_) => "resource",
+    }
+}

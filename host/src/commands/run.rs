@@ -1,0 +1,163 @@
+//! `weir run`: the controller against a cluster.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio_util::sync::CancellationToken;
+use weir::controller::{Config, Controller};
+use weir::runtime::ActiveGuest;
+use weir::selector::LabelSelector;
+
+/// Run the Endpoints controller: watch Services, Pods and Endpoints and keep every selected
+/// Service's Endpoints right, using the guest's decisions.
+///
+/// To replace kube-controller-manager's controller, run kube-controller-manager with
+/// `--controllers=*,-endpoints-controller`; to run beside it, give weir a disjoint
+/// `--service-selector`, or try it first with `--dry-run`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Kubeconfig file. Default: as kube-rs infers it (KUBECONFIG or ~/.kube/config, else the
+    /// in-cluster service account).
+    #[arg(long, env = "WEIR_KUBECONFIG", value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub guest: super::GuestArgs,
+
+    /// Policy configuration handed to the guest (JSON or YAML file; the guest receives JSON).
+    #[arg(long, env = "WEIR_POLICY_CONFIG", value_name = "FILE")]
+    pub policy_config: Option<PathBuf>,
+
+    /// Services synced concurrently (kube-controller-manager's --concurrent-endpoint-syncs).
+    #[arg(long, env = "WEIR_WORKERS", default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+
+    /// Delay pod-driven syncs by this much so bursts of pod changes coalesce into one write
+    /// (kube-controller-manager's --endpoint-updates-batch-period). `0s` syncs at once.
+    #[arg(long, env = "WEIR_BATCH_PERIOD", default_value = "0s", value_parser = humantime::parse_duration)]
+    pub batch_period: Duration,
+
+    /// Watch and manage only this namespace. Default: all namespaces.
+    #[arg(long, env = "WEIR_NAMESPACE", value_name = "NS")]
+    pub namespace: Option<String>,
+
+    /// Manage only the Services whose labels match this selector (`a=b,c in (x,y),!d`).
+    /// Caveat: the other Services' Endpoints are left alone, so whoever manages them must
+    /// use the complementary selector; at start weir still deletes Endpoints whose Service
+    /// does not exist at all, as the upstream controller does.
+    #[arg(long, env = "WEIR_SERVICE_SELECTOR", value_name = "SELECTOR")]
+    pub service_selector: Option<String>,
+
+    /// Compute every decision and print it as a JSON line on stdout, writing nothing.
+    #[arg(long, env = "WEIR_DRY_RUN")]
+    pub dry_run: bool,
+
+    /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish.
+    #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub shutdown_grace: Duration,
+}
+
+impl Args {
+    /// The controller configuration these flags describe.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let policy_config = match &self.policy_config {
+            None => String::new(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read --policy-config {}", path.display()))?;
+                weir::cases::normalize_config(&text)
+                    .map_err(|e| anyhow::anyhow!("--policy-config {}: {e}", path.display()))?
+            }
+        };
+        let service_selector = self
+            .service_selector
+            .as_deref()
+            .map(str::parse::<LabelSelector>)
+            .transpose()?;
+        Ok(Config {
+            workers: usize::from(self.workers),
+            batch_period: self.batch_period,
+            namespace: self.namespace.clone(),
+            service_selector,
+            dry_run: self.dry_run,
+            policy_config,
+            shutdown_grace: self.shutdown_grace,
+            ..Config::default()
+        })
+    }
+}
+
+/// A client for `kubeconfig`, or the one kube-rs infers.
+pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no kubeconfig given and none could be inferred")?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Cancels `token` on SIGINT or SIGTERM.
+pub fn cancel_on_signal(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(term) => term,
+                    Err(_) => {
+                        let _ = ctrl_c.await;
+                        token.cancel();
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+        token.cancel();
+    });
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("weir: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run_async(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run_async(args: Args) -> anyhow::Result<()> {
+    let config = args.config()?;
+    let guest = args.guest.load()?;
+    tracing::info!(digest = guest.digest(), size = guest.size(), "guest loaded");
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let controller = Controller::new(client, ActiveGuest::new(guest), config);
+    let shutdown = CancellationToken::new();
+    cancel_on_signal(shutdown.clone());
+    controller.run(shutdown).await;
+    tracing::info!("stopped");
+    Ok(())
+}

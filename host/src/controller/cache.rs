@@ -1,0 +1,372 @@
+//! The controller's slim caches: Services, Pods and Endpoints as they were last seen, with
+//! the indexes a sync needs. Pods are kept as their WIT view only (about 1 KB each), never as
+//! decoded `Pod` objects, and are indexed by namespace and label so finding a Service's pods
+//! never scans the cluster.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1 as core;
+
+use crate::runtime::bindings as wit;
+use crate::selector::LabelSelector;
+
+/// `namespace/name`.
+pub type Key = String;
+
+/// The key of an object.
+pub fn key(namespace: &str, name: &str) -> Key {
+    format!("{namespace}/{name}")
+}
+
+/// A cached pod: its view, and the resourceVersion that tells a resync from a change.
+#[derive(Debug, Clone)]
+pub struct CachedPod {
+    /// What guests see.
+    pub view: Arc<wit::Pod>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+}
+
+impl CachedPod {
+    /// Projects a Pod.
+    pub fn from_pod(pod: &core::Pod) -> Self {
+        CachedPod {
+            view: Arc::new(crate::view::pod(pod)),
+            resource_version: pod.metadata.resource_version.clone().unwrap_or_default(),
+        }
+    }
+
+    fn label(&self, key: &str) -> Option<&str> {
+        self.view
+            .labels
+            .iter()
+            .find(|kv| kv.key == key)
+            .map(|kv| kv.value.as_str())
+    }
+
+    /// Whether a Service selector (a plain map) selects this pod.
+    pub fn selected_by(&self, selector: &[wit::KeyValue]) -> bool {
+        selector
+            .iter()
+            .all(|s| self.label(&s.key) == Some(s.value.as_str()))
+    }
+}
+
+#[derive(Debug, Default)]
+struct NamespacePods {
+    pods: HashMap<String, CachedPod>,
+    /// `(label key, value)` → names of the pods carrying it.
+    by_label: HashMap<(String, String), HashSet<String>>,
+}
+
+impl NamespacePods {
+    fn insert(&mut self, pod: CachedPod) -> Option<CachedPod> {
+        let name = pod.view.name.clone();
+        let old = self.remove(&name);
+        for kv in &pod.view.labels {
+            self.by_label
+                .entry((kv.key.clone(), kv.value.clone()))
+                .or_default()
+                .insert(name.clone());
+        }
+        self.pods.insert(name, pod);
+        old
+    }
+
+    fn remove(&mut self, name: &str) -> Option<CachedPod> {
+        let old = self.pods.remove(name)?;
+        for kv in &old.view.labels {
+            let slot = (kv.key.clone(), kv.value.clone());
+            if let Some(names) = self.by_label.get_mut(&slot) {
+                names.remove(name);
+                if names.is_empty() {
+                    self.by_label.remove(&slot);
+                }
+            }
+        }
+        Some(old)
+    }
+
+    /// Pods matching `selector`, starting from the smallest posting list of its pairs.
+    fn select(&self, selector: &[wit::KeyValue]) -> Vec<Arc<wit::Pod>> {
+        if selector.is_empty() {
+            return self.pods.values().map(|p| p.view.clone()).collect();
+        }
+        let smallest = selector
+            .iter()
+            .map(|kv| self.by_label.get(&(kv.key.clone(), kv.value.clone())))
+            .min_by_key(|names| names.map_or(0, HashSet::len));
+        let Some(Some(names)) = smallest else {
+            return Vec::new();
+        };
+        names
+            .iter()
+            .filter_map(|n| self.pods.get(n))
+            .filter(|p| p.selected_by(selector))
+            .map(|p| p.view.clone())
+            .collect()
+    }
+}
+
+/// A cached Service.
+#[derive(Debug, Clone)]
+pub struct CachedService {
+    /// What guests see.
+    pub view: Arc<wit::Service>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+}
+
+/// The three caches. Each has its own lock, so pod churn does not block Service reads.
+#[derive(Debug, Default)]
+pub struct Cache {
+    services: RwLock<HashMap<String, HashMap<String, CachedService>>>,
+    /// Keys of Services that exist but that `--service-selector` leaves to someone else.
+    unmanaged: RwLock<HashSet<Key>>,
+    pods: RwLock<HashMap<String, NamespacePods>>,
+    endpoints: RwLock<HashMap<Key, Arc<core::Endpoints>>>,
+    service_selector: Option<LabelSelector>,
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Cache {
+    /// Empty caches; `service_selector` limits which Services weir manages.
+    pub fn new(service_selector: Option<LabelSelector>) -> Self {
+        Cache {
+            service_selector,
+            ..Cache::default()
+        }
+    }
+
+    /// Stores a Service. Returns whether it is managed (matches `--service-selector`); an
+    /// unmanaged Service is remembered only as such, so its key is never treated as gone.
+    pub fn apply_service(&self, svc: &core::Service) -> bool {
+        let namespace = svc.metadata.namespace.clone().unwrap_or_default();
+        let name = svc.metadata.name.clone().unwrap_or_default();
+        let k = key(&namespace, &name);
+        let managed = self
+            .service_selector
+            .as_ref()
+            .is_none_or(|s| s.matches(svc.metadata.labels.as_ref()));
+        if managed {
+            write(&self.unmanaged).remove(&k);
+            let cached = CachedService {
+                view: Arc::new(crate::view::service(svc, &namespace)),
+                resource_version: svc.metadata.resource_version.clone().unwrap_or_default(),
+            };
+            write(&self.services)
+                .entry(namespace)
+                .or_default()
+                .insert(name, cached);
+        } else {
+            write(&self.unmanaged).insert(k);
+            if let Some(ns) = write(&self.services).get_mut(&namespace) {
+                ns.remove(&name);
+            }
+        }
+        managed
+    }
+
+    /// Forgets a deleted Service.
+    pub fn delete_service(&self, namespace: &str, name: &str) {
+        write(&self.unmanaged).remove(&key(namespace, name));
+        if let Some(ns) = write(&self.services).get_mut(namespace) {
+            ns.remove(name);
+        }
+    }
+
+    /// Whether the key belongs to a Service that exists but is not weir's to manage.
+    pub fn is_unmanaged(&self, key: &str) -> bool {
+        read(&self.unmanaged).contains(key)
+    }
+
+    /// The managed Service of `namespace/name`.
+    pub fn service(&self, namespace: &str, name: &str) -> Option<CachedService> {
+        read(&self.services)
+            .get(namespace)
+            .and_then(|ns| ns.get(name))
+            .cloned()
+    }
+
+    /// Every managed Service of a namespace.
+    pub fn services_in(&self, namespace: &str) -> Vec<Arc<wit::Service>> {
+        read(&self.services)
+            .get(namespace)
+            .map(|ns| ns.values().map(|s| s.view.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Keys of every managed Service.
+    pub fn service_keys(&self) -> Vec<Key> {
+        read(&self.services)
+            .iter()
+            .flat_map(|(ns, svcs)| svcs.keys().map(move |n| key(ns, n)))
+            .collect()
+    }
+
+    /// Stores a pod, returning the previous version.
+    pub fn apply_pod(&self, pod: CachedPod) -> Option<CachedPod> {
+        let namespace = pod.view.namespace.clone();
+        write(&self.pods).entry(namespace).or_default().insert(pod)
+    }
+
+    /// Removes a pod, returning what was cached.
+    pub fn delete_pod(&self, namespace: &str, name: &str) -> Option<CachedPod> {
+        let mut pods = write(&self.pods);
+        let ns = pods.get_mut(namespace)?;
+        let old = ns.remove(name);
+        if ns.pods.is_empty() {
+            pods.remove(namespace);
+        }
+        old
+    }
+
+    /// The pods of `namespace` that a Service selector selects.
+    pub fn select_pods(&self, namespace: &str, selector: &[wit::KeyValue]) -> Vec<Arc<wit::Pod>> {
+        read(&self.pods)
+            .get(namespace)
+            .map(|ns| ns.select(selector))
+            .unwrap_or_default()
+    }
+
+    /// Names of every cached pod, as `namespace/name` (for relists).
+    pub fn pod_keys(&self) -> Vec<(String, String)> {
+        read(&self.pods)
+            .iter()
+            .flat_map(|(ns, p)| p.pods.keys().map(move |n| (ns.clone(), n.clone())))
+            .collect()
+    }
+
+    /// Number of cached pods.
+    pub fn pod_count(&self) -> usize {
+        read(&self.pods).values().map(|ns| ns.pods.len()).sum()
+    }
+
+    /// Stores Endpoints (without managedFields, which nothing here reads), returning the
+    /// previous version.
+    pub fn apply_endpoints(&self, mut ep: core::Endpoints) -> Option<Arc<core::Endpoints>> {
+        ep.metadata.managed_fields = None;
+        let k = key(
+            ep.metadata.namespace.as_deref().unwrap_or(""),
+            ep.metadata.name.as_deref().unwrap_or(""),
+        );
+        write(&self.endpoints).insert(k, Arc::new(ep))
+    }
+
+    /// Forgets deleted Endpoints.
+    pub fn delete_endpoints(&self, key: &str) -> Option<Arc<core::Endpoints>> {
+        write(&self.endpoints).remove(key)
+    }
+
+    /// The cached Endpoints of a key.
+    pub fn endpoints(&self, key: &str) -> Option<Arc<core::Endpoints>> {
+        read(&self.endpoints).get(key).cloned()
+    }
+
+    /// Keys of every cached Endpoints object, with whether it carries the leader-election
+    /// annotation (the start-up sweep skips those, spec §4.2).
+    pub fn endpoints_keys(&self) -> Vec<(Key, bool)> {
+        read(&self.endpoints)
+            .iter()
+            .map(|(k, ep)| {
+                let leader =
+                    ep.metadata.annotations.as_ref().is_some_and(|a| {
+                        a.contains_key(weir_policy::well_known::LEADER_ANNOTATION)
+                    });
+                (k.clone(), leader)
+            })
+            .collect()
+    }
+}
+
+/// A Service selector as a sorted map, for matching raw label maps.
+pub fn selector_map(selector: &[wit::KeyValue]) -> BTreeMap<String, String> {
+    selector
+        .iter()
+        .map(|kv| (kv.key.clone(), kv.value.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, labels: serde_json::Value) -> CachedPod {
+        let p: core::Pod =
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "labels": labels, "resourceVersion": "1"}}))
+                .unwrap();
+        CachedPod::from_pod(&p)
+    }
+
+    fn sel(pairs: &[(&str, &str)]) -> Vec<wit::KeyValue> {
+        pairs
+            .iter()
+            .map(|(k, v)| wit::KeyValue {
+                key: k.to_string(),
+                value: v.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn selects_by_label_index_and_follows_label_changes() {
+        let cache = Cache::default();
+        cache.apply_pod(pod("a", json!({"app": "web", "tier": "1"})));
+        cache.apply_pod(pod("b", json!({"app": "web"})));
+        cache.apply_pod(pod("c", json!({"app": "db"})));
+        let names = |v: Vec<Arc<wit::Pod>>| {
+            let mut n: Vec<_> = v.iter().map(|p| p.name.clone()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(
+            names(cache.select_pods("ns", &sel(&[("app", "web")]))),
+            ["a", "b"]
+        );
+        assert_eq!(
+            names(cache.select_pods("ns", &sel(&[("app", "web"), ("tier", "1")]))),
+            ["a"]
+        );
+        assert_eq!(names(cache.select_pods("ns", &sel(&[]))), ["a", "b", "c"]);
+        assert!(cache.select_pods("other", &sel(&[])).is_empty());
+        let old = cache.apply_pod(pod("a", json!({"app": "db"}))).unwrap();
+        assert_eq!(old.view.labels.len(), 2);
+        assert_eq!(
+            names(cache.select_pods("ns", &sel(&[("app", "web")]))),
+            ["b"]
+        );
+        assert_eq!(
+            names(cache.select_pods("ns", &sel(&[("tier", "1")]))),
+            Vec::<String>::new()
+        );
+        cache.delete_pod("ns", "b");
+        assert!(cache.select_pods("ns", &sel(&[("app", "web")])).is_empty());
+        assert_eq!(cache.pod_count(), 2);
+    }
+
+    #[test]
+    fn service_selector_marks_services_unmanaged() {
+        let cache = Cache::new(Some("weir=on".parse().unwrap()));
+        let svc = |labels: serde_json::Value| -> core::Service {
+            serde_json::from_value(
+                json!({"metadata": {"name": "s", "namespace": "ns", "labels": labels}, "spec": {}}),
+            )
+            .unwrap()
+        };
+        assert!(!cache.apply_service(&svc(json!({}))));
+        assert!(cache.is_unmanaged("ns/s"));
+        assert!(cache.service("ns", "s").is_none());
+        assert!(cache.apply_service(&svc(json!({"weir": "on"}))));
+        assert!(!cache.is_unmanaged("ns/s"));
+        assert!(cache.service("ns", "s").is_some());
+    }
+}

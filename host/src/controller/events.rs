@@ -1,0 +1,171 @@
+//! Which Service keys an informer event enqueues (spec §2, plus weir's D3). Pure functions.
+
+use crate::controller::cache::{CachedPod, Key, key};
+use crate::runtime::bindings as wit;
+
+fn is_ready(pod: &wit::Pod) -> bool {
+    pod.conditions
+        .iter()
+        .find(|c| c.condition_type == "Ready")
+        .is_some_and(|c| c.status == "True")
+}
+
+/// What changed between two versions of a pod, as far as Endpoints care (spec §2.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodChange {
+    /// Readiness, IPs or termination changed: every Service selecting it must re-sync.
+    pub endpoints: bool,
+    /// Labels, hostname or subdomain changed: the set of selecting Services may have changed.
+    pub membership: bool,
+}
+
+/// Compares two versions of a pod. `None` when nothing that matters changed, including an
+/// informer resync (same resourceVersion).
+pub fn pod_change(old: &CachedPod, new: &CachedPod) -> Option<PodChange> {
+    if old.resource_version == new.resource_version && !old.resource_version.is_empty() {
+        return None;
+    }
+    let (o, n) = (&old.view, &new.view);
+    // Upstream compares deletion timestamps as pointers, so any update of a terminating pod
+    // counts as a change.
+    let terminating = o.terminating || n.terminating;
+    let endpoints = terminating || is_ready(o) != is_ready(n) || o.pod_ips != n.pod_ips;
+    let membership = o.labels != n.labels || o.hostname != n.hostname || o.subdomain != n.subdomain;
+    (endpoints || membership).then_some(PodChange {
+        endpoints,
+        membership,
+    })
+}
+
+fn selecting(services: &[std::sync::Arc<wit::Service>], pod: &CachedPod) -> Vec<Key> {
+    services
+        .iter()
+        .filter(|s| s.selector.as_ref().is_some_and(|sel| pod.selected_by(sel)))
+        .map(|s| key(&s.namespace, &s.name))
+        .collect()
+}
+
+/// Keys to sync after a pod event (spec §2.4–2.6). `old`/`new` are `None` for an add or a
+/// delete; `services` are the managed Services of the pod's namespace. Services without a
+/// selector select nothing.
+pub fn keys_for_pod(
+    services: &[std::sync::Arc<wit::Service>],
+    old: Option<&CachedPod>,
+    new: Option<&CachedPod>,
+) -> Vec<Key> {
+    match (old, new) {
+        (None, None) => Vec::new(),
+        (None, Some(pod)) | (Some(pod), None) => selecting(services, pod),
+        (Some(old), Some(new)) => {
+            let Some(change) = pod_change(old, new) else {
+                return Vec::new();
+            };
+            let now = selecting(services, new);
+            if !change.membership {
+                return now;
+            }
+            let before = selecting(services, old);
+            let mut keys: Vec<Key> = if change.endpoints {
+                // Union: every Service that had or has the pod.
+                before.iter().chain(now.iter()).cloned().collect()
+            } else {
+                // Symmetric difference: only Services that gained or lost the pod.
+                before
+                    .iter()
+                    .filter(|k| !now.contains(k))
+                    .chain(now.iter().filter(|k| !before.contains(k)))
+                    .cloned()
+                    .collect()
+            };
+            keys.sort();
+            keys.dedup();
+            keys
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1 as core;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn pod(rv: &str, labels: serde_json::Value, ready: bool, hostname: &str) -> CachedPod {
+        let p: core::Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "labels": labels, "resourceVersion": rv},
+            "spec": {"hostname": hostname, "containers": []},
+            "status": {"podIPs": [{"ip": "10.0.0.1"}], "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}
+        }))
+        .unwrap();
+        CachedPod::from_pod(&p)
+    }
+
+    fn service(name: &str, selector: Option<serde_json::Value>) -> Arc<wit::Service> {
+        let mut spec = json!({});
+        if let Some(s) = selector {
+            spec["selector"] = s;
+        }
+        let s: core::Service = serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}),
+        )
+        .unwrap();
+        Arc::new(crate::view::service(&s, "ns"))
+    }
+
+    fn services() -> Vec<Arc<wit::Service>> {
+        vec![
+            service("web", Some(json!({"app": "web"}))),
+            service("db", Some(json!({"app": "db"}))),
+            service("all", Some(json!({}))),
+            service("manual", None),
+        ]
+    }
+
+    #[test]
+    fn add_and_delete_enqueue_selecting_services() {
+        let p = pod("1", json!({"app": "web"}), true, "");
+        let mut keys = keys_for_pod(&services(), None, Some(&p));
+        keys.sort();
+        assert_eq!(keys, ["ns/all", "ns/web"]);
+        assert_eq!(keys_for_pod(&services(), Some(&p), None).len(), 2);
+    }
+
+    #[test]
+    fn resync_and_irrelevant_updates_enqueue_nothing() {
+        let p = pod("1", json!({"app": "web"}), true, "");
+        assert!(keys_for_pod(&services(), Some(&p), Some(&p)).is_empty());
+        let p2 = pod("2", json!({"app": "web"}), true, "");
+        assert!(
+            keys_for_pod(&services(), Some(&p), Some(&p2)).is_empty(),
+            "nothing relevant changed"
+        );
+    }
+
+    #[test]
+    fn readiness_change_enqueues_current_services() {
+        let a = pod("1", json!({"app": "web"}), true, "");
+        let b = pod("2", json!({"app": "web"}), false, "");
+        let mut keys = keys_for_pod(&services(), Some(&a), Some(&b));
+        keys.sort();
+        assert_eq!(keys, ["ns/all", "ns/web"]);
+    }
+
+    #[test]
+    fn label_change_enqueues_the_symmetric_difference_or_the_union() {
+        let a = pod("1", json!({"app": "web"}), true, "");
+        let b = pod("2", json!({"app": "db"}), true, "");
+        assert_eq!(
+            keys_for_pod(&services(), Some(&a), Some(&b)),
+            ["ns/db", "ns/web"]
+        );
+        let c = pod("3", json!({"app": "db"}), false, "");
+        assert_eq!(
+            keys_for_pod(&services(), Some(&a), Some(&c)),
+            ["ns/all", "ns/db", "ns/web"]
+        );
+        // Hostname alone changes no membership: nothing (spec §2.6 consequence).
+        let d = pod("4", json!({"app": "web"}), true, "h");
+        assert!(keys_for_pod(&services(), Some(&a), Some(&d)).is_empty());
+    }
+}

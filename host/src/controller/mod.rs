@@ -1,0 +1,468 @@
+//! The controller: informers fill the caches and enqueue Service keys; workers sync keys.
+//!
+//! kube-runtime's `Controller` does not fit (see docs): it never reconciles a deleted object,
+//! gates only on its own cache, and lacks per-key backoff. So this wires kube-runtime's
+//! `watcher` (with its backoff) to weir's caches and a client-go-style queue.
+
+pub mod cache;
+pub mod events;
+pub mod sync;
+pub mod writer;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1 as core;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource};
+use tokio_util::sync::CancellationToken;
+
+use crate::queue::{RateLimiterConfig, Retry, WorkQueue};
+use crate::runtime::ActiveGuest;
+use crate::selector::LabelSelector;
+use cache::{Cache, CachedPod, key};
+use sync::{Outcome, StaleTracker, SyncError, Syncer};
+use writer::{EventRecorder, Writer};
+
+/// How the controller runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Concurrent syncs (upstream `--concurrent-endpoint-syncs`, default 5).
+    pub workers: usize,
+    /// Delay applied to pod-driven syncs so bursts coalesce (upstream default 0).
+    pub batch_period: Duration,
+    /// Watch one namespace only.
+    pub namespace: Option<String>,
+    /// Manage only the Services this selects.
+    pub service_selector: Option<LabelSelector>,
+    /// Compute decisions without writing.
+    pub dry_run: bool,
+    /// Policy configuration for the guest (JSON text).
+    pub policy_config: String,
+    /// How long in-flight syncs may take to finish at shutdown.
+    pub shutdown_grace: Duration,
+    /// Queue rate limiting.
+    pub rate_limiter: RateLimiterConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            workers: 5,
+            batch_period: Duration::ZERO,
+            namespace: None,
+            service_selector: None,
+            dry_run: false,
+            policy_config: String::new(),
+            shutdown_grace: Duration::from_secs(10),
+            rate_limiter: RateLimiterConfig::default(),
+        }
+    }
+}
+
+/// Counters of what the controller did, for logs, the admin endpoint and tests.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Syncs finished, successful or not.
+    pub syncs: AtomicU64,
+    /// Creates, updates and deletes issued (or printed in a dry run).
+    pub writes: AtomicU64,
+    /// Failed syncs.
+    pub errors: AtomicU64,
+    /// Failed syncs where the guest trapped, timed out or ran out of memory.
+    pub guest_faults: AtomicU64,
+    /// Keys dropped after too many retries.
+    pub dropped: AtomicU64,
+}
+
+/// A handle on a running controller, for the CLI, hot swap and tests.
+#[derive(Clone)]
+pub struct Handle {
+    /// The caches.
+    pub cache: Arc<Cache>,
+    /// The work queue.
+    pub queue: WorkQueue<String>,
+    /// The active guest.
+    pub guest: ActiveGuest,
+    /// Counters.
+    pub stats: Arc<Stats>,
+    synced: Arc<AtomicBool>,
+}
+
+impl Handle {
+    /// Whether all three caches have synced and workers run.
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Enqueues every managed Service once (after a guest swap, the rules changed).
+    pub fn enqueue_all(&self) -> usize {
+        let keys = self.cache.service_keys();
+        let n = keys.len();
+        for k in keys {
+            self.queue.add(k);
+        }
+        n
+    }
+}
+
+/// The Endpoints controller.
+pub struct Controller {
+    client: Client,
+    config: Config,
+    syncer: Arc<Syncer>,
+    handle: Handle,
+}
+
+/// A change seen by an informer. Full objects are handled one at a time and never buffered,
+/// so a relist of 150k pods does not hold 150k decoded Pods.
+enum Change<K> {
+    Apply(K),
+    Delete(K),
+    RelistStart,
+    RelistItem(K),
+    RelistDone,
+}
+
+impl Controller {
+    /// A controller that talks to the API through `client` and calls `guest`.
+    pub fn new(client: Client, guest: ActiveGuest, config: Config) -> Self {
+        let cache = Arc::new(Cache::new(config.service_selector.clone()));
+        let writer = if config.dry_run {
+            Writer::DryRun
+        } else {
+            Writer::Api(client.clone())
+        };
+        let syncer = Arc::new(Syncer {
+            cache: cache.clone(),
+            guest: guest.clone(),
+            writer: writer.clone(),
+            events: EventRecorder::new(writer, Duration::from_secs(60)),
+            config: config.policy_config.clone(),
+            trigger_times: Default::default(),
+            stale: StaleTracker::default(),
+        });
+        let handle = Handle {
+            cache,
+            queue: WorkQueue::new(config.rate_limiter),
+            guest,
+            stats: Arc::new(Stats::default()),
+            synced: Arc::new(AtomicBool::new(false)),
+        };
+        Controller {
+            client,
+            config,
+            syncer,
+            handle,
+        }
+    }
+
+    /// A handle that stays valid while the controller runs.
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        match &self.config.namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+
+    /// Runs until `shutdown` is cancelled: informers first, workers once every cache synced,
+    /// then the leftover sweep (spec §3, §4). On shutdown no new key is taken and in-flight
+    /// syncs get `shutdown_grace` to finish.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let handle = self.handle.clone();
+        let (synced_tx, mut synced_rx) = tokio::sync::mpsc::channel::<&'static str>(3);
+        let mut informers = tokio::task::JoinSet::new();
+        informers.spawn(informer(
+            self.api::<core::Service>(),
+            services_handler(handle.clone()),
+            synced_tx.clone(),
+            "services",
+        ));
+        informers.spawn(informer(
+            self.api::<core::Pod>(),
+            pods_handler(handle.clone(), self.config.batch_period),
+            synced_tx.clone(),
+            "pods",
+        ));
+        informers.spawn(informer(
+            self.api::<core::Endpoints>(),
+            endpoints_handler(handle.clone()),
+            synced_tx,
+            "endpoints",
+        ));
+
+        // Workers start only when all three caches are complete (spec §3.1): a Service synced
+        // before the pod cache is warm would get empty Endpoints.
+        let mut pending: HashSet<&str> = ["services", "pods", "endpoints"].into();
+        while !pending.is_empty() {
+            tokio::select! {
+                _ = shutdown.cancelled() => {
+                    informers.shutdown().await;
+                    return;
+                }
+                Some(kind) = synced_rx.recv() => {
+                    pending.remove(kind);
+                    tracing::debug!(kind, "cache synced");
+                }
+            }
+        }
+        handle.synced.store(true, Ordering::Release);
+        let leftovers = sweep_leftovers(&handle);
+        tracing::info!(
+            services = handle.cache.service_keys().len(),
+            pods = handle.cache.pod_count(),
+            leftovers,
+            workers = self.config.workers,
+            dry_run = self.config.dry_run,
+            "caches synced; starting workers"
+        );
+
+        let mut workers = tokio::task::JoinSet::new();
+        for _ in 0..self.config.workers.max(1) {
+            workers.spawn(worker(self.syncer.clone(), handle.clone()));
+        }
+        shutdown.cancelled().await;
+        tracing::info!("shutting down: finishing in-flight syncs");
+        handle.queue.shut_down();
+        let drained = tokio::time::timeout(self.config.shutdown_grace, async {
+            while workers.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(grace = ?self.config.shutdown_grace, "in-flight syncs did not finish in time; abandoning them");
+            workers.shutdown().await;
+        }
+        informers.shutdown().await;
+    }
+}
+
+/// Enqueues every cached Endpoints without the leader-election annotation, so those whose
+/// Service is gone get deleted (spec §4). Returns how many were enqueued.
+fn sweep_leftovers(handle: &Handle) -> usize {
+    let mut n = 0;
+    for (k, leader) in handle.cache.endpoints_keys() {
+        if !leader {
+            handle.queue.add(k);
+            n += 1;
+        }
+    }
+    n
+}
+
+async fn worker(syncer: Arc<Syncer>, handle: Handle) {
+    while let Some(k) = handle.queue.get().await {
+        let result = syncer.sync(&k).await;
+        handle.stats.syncs.fetch_add(1, Ordering::Relaxed);
+        match result {
+            Ok(outcome) => {
+                handle.queue.forget(&k);
+                if let Outcome::Written(action) = outcome {
+                    handle.stats.writes.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(key = %k, action, "endpoints written");
+                }
+            }
+            Err(e) => record_failure(&handle, &k, &e),
+        }
+        handle.queue.done(&k);
+    }
+}
+
+fn record_failure(handle: &Handle, k: &str, e: &SyncError) {
+    handle.stats.errors.fetch_add(1, Ordering::Relaxed);
+    if e.is_guest_fault() {
+        handle.stats.guest_faults.fetch_add(1, Ordering::Relaxed);
+    }
+    match handle.queue.retry_or_drop(k.to_string()) {
+        Retry::Scheduled(delay) => {
+            tracing::warn!(key = %k, error = %e, retry_in = ?delay, "sync failed")
+        }
+        Retry::Dropped { requeues } => {
+            handle.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(key = %k, error = %e, requeues, "dropping service out of the queue");
+        }
+    }
+}
+
+/// Runs a watcher (with kube-runtime's default backoff) and feeds its changes to `handle`;
+/// reports `kind` on `synced` after the first complete list.
+async fn informer<K, F>(
+    api: Api<K>,
+    mut handle: F,
+    synced: tokio::sync::mpsc::Sender<&'static str>,
+    kind: &'static str,
+) where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    F: FnMut(Change<K>),
+{
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut reported = false;
+    loop {
+        match stream.try_next().await {
+            Ok(Some(event)) => match event {
+                Event::Apply(o) => handle(Change::Apply(o)),
+                Event::Delete(o) => handle(Change::Delete(o)),
+                Event::Init => handle(Change::RelistStart),
+                Event::InitApply(o) => handle(Change::RelistItem(o)),
+                Event::InitDone => {
+                    handle(Change::RelistDone);
+                    if !reported {
+                        reported = true;
+                        let _ = synced.send(kind).await;
+                    }
+                }
+            },
+            Ok(None) => return,
+            // The backoff wrapper retries; this only reports.
+            Err(e) => tracing::warn!(kind, error = %e, "watch failed; retrying with backoff"),
+        }
+    }
+}
+
+fn names<K: Resource>(o: &K) -> (String, String) {
+    (
+        o.meta().namespace.clone().unwrap_or_default(),
+        o.meta().name.clone().unwrap_or_default(),
+    )
+}
+
+fn services_handler(h: Handle) -> impl FnMut(Change<core::Service>) {
+    let mut seen: Option<HashSet<String>> = None;
+    move |change| {
+        let apply = |svc: &core::Service| {
+            let (ns, name) = names(svc);
+            if h.cache.apply_service(svc) {
+                h.queue.add(key(&ns, &name));
+            }
+            key(&ns, &name)
+        };
+        match change {
+            Change::Apply(svc) => {
+                apply(&svc);
+            }
+            Change::Delete(svc) => {
+                let (ns, name) = names(&svc);
+                h.cache.delete_service(&ns, &name);
+                h.queue.add(key(&ns, &name));
+            }
+            Change::RelistStart => seen = Some(HashSet::new()),
+            Change::RelistItem(svc) => {
+                let k = apply(&svc);
+                seen.get_or_insert_with(HashSet::new).insert(k);
+            }
+            Change::RelistDone => {
+                let seen = seen.take().unwrap_or_default();
+                for k in h.cache.service_keys() {
+                    if !seen.contains(&k) {
+                        if let Some((ns, name)) = k.split_once('/') {
+                            h.cache.delete_service(ns, name);
+                        }
+                        h.queue.add(k);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn pods_handler(h: Handle, batch: Duration) -> impl FnMut(Change<core::Pod>) {
+    let mut seen: Option<HashSet<(String, String)>> = None;
+    move |change| {
+        let enqueue = |ns: &str, old: Option<&CachedPod>, new: Option<&CachedPod>| {
+            let services = h.cache.services_in(ns);
+            for k in events::keys_for_pod(&services, old, new) {
+                h.queue.add_after(k, batch);
+            }
+        };
+        let apply = |pod: &core::Pod| {
+            let new = CachedPod::from_pod(pod);
+            let ns = new.view.namespace.clone();
+            let old = h.cache.apply_pod(new.clone());
+            enqueue(&ns, old.as_ref(), Some(&new));
+        };
+        match change {
+            Change::Apply(pod) => apply(&pod),
+            Change::Delete(pod) => {
+                let (ns, name) = names(&pod);
+                let old = h
+                    .cache
+                    .delete_pod(&ns, &name)
+                    .unwrap_or_else(|| CachedPod::from_pod(&pod));
+                enqueue(&ns, Some(&old), None);
+            }
+            Change::RelistStart => seen = Some(HashSet::new()),
+            Change::RelistItem(pod) => {
+                apply(&pod);
+                seen.get_or_insert_with(HashSet::new).insert(names(&pod));
+            }
+            Change::RelistDone => {
+                let seen = seen.take().unwrap_or_default();
+                for (ns, name) in h.cache.pod_keys() {
+                    if !seen.contains(&(ns.clone(), name.clone())) {
+                        if let Some(old) = h.cache.delete_pod(&ns, &name) {
+                            enqueue(&ns, Some(&old), None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn endpoints_handler(h: Handle) -> impl FnMut(Change<core::Endpoints>) {
+    let mut seen: Option<HashSet<String>> = None;
+    move |change| {
+        let apply = |ep: core::Endpoints| {
+            let (ns, name) = names(&ep);
+            let k = key(&ns, &name);
+            let rv = ep.metadata.resource_version.clone();
+            let old = h.cache.apply_endpoints(ep);
+            // D3: an Endpoints changed by anyone is re-synced, so hand edits are restored at
+            // once. Before the first sync the leftover sweep covers every object instead.
+            if h.is_synced() && old.is_none_or(|o| o.metadata.resource_version != rv) {
+                h.queue.add(k.clone());
+            }
+            k
+        };
+        match change {
+            Change::Apply(ep) => {
+                apply(ep);
+            }
+            Change::Delete(ep) => {
+                let (ns, name) = names(&ep);
+                let k = key(&ns, &name);
+                h.cache.delete_endpoints(&k);
+                h.queue.add(k);
+            }
+            Change::RelistStart => seen = Some(HashSet::new()),
+            Change::RelistItem(ep) => {
+                let k = apply(ep);
+                seen.get_or_insert_with(HashSet::new).insert(k);
+            }
+            Change::RelistDone => {
+                let seen = seen.take().unwrap_or_default();
+                for (k, _) in h.cache.endpoints_keys() {
+                    if !seen.contains(&k) {
+                        h.cache.delete_endpoints(&k);
+                        h.queue.add(k);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Writing Endpoints and Events through the Kubernetes API, or printing them in a dry run.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::Client;
+use kube::api::{Api, DeleteParams, PostParams};
+
+/// Where decisions go.
+#[derive(Clone)]
+pub enum Writer {
+    /// Write through the API server.
+    Api(Client),
+    /// Write nothing; print each decision as a JSON line on stdout.
+    DryRun,
+}
+
+/// Result of one write.
+#[derive(Debug)]
+pub enum Written {
+    /// The object as the API server stored it.
+    Stored(Box<core::Endpoints>),
+    /// Deleted, or already gone.
+    Deleted,
+    /// Nothing was written (dry run).
+    Skipped,
+}
+
+fn print(key: &str, action: &str, endpoints: Option<&core::Endpoints>) {
+    let line = serde_json::json!({"key": key, "action": action, "endpoints": endpoints});
+    println!("{line}");
+}
+
+impl Writer {
+    /// Creates `ep` in `namespace`.
+    pub async fn create(
+        &self,
+        key: &str,
+        namespace: &str,
+        ep: &core::Endpoints,
+    ) -> Result<Written, kube::Error> {
+        match self {
+            Writer::DryRun => {
+                print(key, "create", Some(ep));
+                Ok(Written::Skipped)
+            }
+            Writer::Api(client) => {
+                let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+                api.create(&PostParams::default(), ep)
+                    .await
+                    .map(|e| Written::Stored(Box::new(e)))
+            }
+        }
+    }
+
+    /// Replaces the stored object; `ep` carries the stored resourceVersion as precondition.
+    pub async fn update(
+        &self,
+        key: &str,
+        namespace: &str,
+        ep: &core::Endpoints,
+    ) -> Result<Written, kube::Error> {
+        match self {
+            Writer::DryRun => {
+                print(key, "update", Some(ep));
+                Ok(Written::Skipped)
+            }
+            Writer::Api(client) => {
+                let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+                let name = ep.metadata.name.clone().unwrap_or_default();
+                api.replace(&name, &PostParams::default(), ep)
+                    .await
+                    .map(|e| Written::Stored(Box::new(e)))
+            }
+        }
+    }
+
+    /// Deletes the Endpoints `namespace/name`; NotFound counts as success (spec §5.2).
+    pub async fn delete(
+        &self,
+        key: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Written, kube::Error> {
+        match self {
+            Writer::DryRun => {
+                print(key, "delete", None);
+                Ok(Written::Skipped)
+            }
+            Writer::Api(client) => {
+                let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+                match api.delete(name, &DeleteParams::default()).await {
+                    Ok(_) => Ok(Written::Deleted),
+                    Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Written::Deleted),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// Whether a create failed because the namespace is being deleted (spec §13.2).
+pub fn is_namespace_terminating(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => {
+            status.is_forbidden()
+                && status
+                    .details
+                    .as_ref()
+                    .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"))
+        }
+        _ => false,
+    }
+}
+
+/// Whether an error is worth retrying soon (conflict, throttling, server errors); every error
+/// is retried with backoff anyway, this only picks the log level.
+pub fn is_transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => {
+            status.is_conflict() || status.code == 429 || status.code >= 500
+        }
+        _ => true,
+    }
+}
+
+/// Records Warning Events on Services, at most one per Service per `interval`, so a key that
+/// keeps failing cannot flood the API server.
+pub struct EventRecorder {
+    writer: Writer,
+    interval: Duration,
+    last: Mutex<HashMap<String, Instant>>,
+}
+
+impl EventRecorder {
+    /// A recorder writing through `writer` (nothing in a dry run).
+    pub fn new(writer: Writer, interval: Duration) -> Self {
+        EventRecorder {
+            writer,
+            interval,
+            last: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Records `reason`/`message` on the Service `namespace/name`, unless one was recorded
+    /// for it within the interval. Failures to record are logged, never returned.
+    pub async fn warn(&self, namespace: &str, name: &str, uid: &str, reason: &str, message: &str) {
+        let Writer::Api(client) = &self.writer else {
+            return;
+        };
+        let key = format!("{namespace}/{name}");
+        {
+            let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            if last
+                .get(&key)
+                .is_some_and(|t| now.duration_since(*t) < self.interval)
+            {
+                return;
+            }
+            last.insert(key, now);
+        }
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let event = core::Event {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{name}.")),
+                namespace: Some(namespace.into()),
+                ..ObjectMeta::default()
+            },
+            involved_object: core::ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Service".into()),
+                name: Some(name.into()),
+                namespace: Some(namespace.into()),
+                uid: (!uid.is_empty()).then(|| uid.into()),
+                ..core::ObjectReference::default()
+            },
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            type_: Some("Warning".into()),
+            source: Some(core::EventSource {
+                component: Some(weir_policy::well_known::CONTROLLER_NAME.into()),
+                host: None,
+            }),
+            first_timestamp: Some(now.clone()),
+            last_timestamp: Some(now),
+            count: Some(1),
+            reporting_component: Some("weir".into()),
+            ..core::Event::default()
+        };
+        let api: Api<core::Event> = Api::namespaced(client.clone(), namespace);
+        if let Err(e) = api.create(&PostParams::default(), &event).await {
+            tracing::debug!(%namespace, %name, error = %e, "could not record event");
+        }
+    }
+}

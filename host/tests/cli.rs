@@ -1,0 +1,128 @@
+//! The command line's contract: `weir reconcile` output shape and exit codes, `weir test`
+//! failure reporting.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn weir(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .output()
+        .expect("running weir")
+}
+
+fn case(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/cases")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const GOOD: &str = r#"
+name: one ready pod
+key: ns/web
+service:
+  metadata: {name: web, namespace: ns}
+  spec: {selector: {app: web}, clusterIP: 10.96.0.1, ipFamilies: [IPv4], ports: [{name: http, port: 80, targetPort: 8080}]}
+pods:
+  - metadata: {name: a, namespace: ns, uid: a-uid, labels: {app: web}}
+    spec: {nodeName: n1, containers: [{name: c}]}
+    status: {phase: Running, podIP: 10.0.0.1, podIPs: [{ip: 10.0.0.1}], conditions: [{type: Ready, status: "True"}]}
+endpoints: null
+expect:
+  action: create
+  counts: {ready: 1, notReady: 0}
+"#;
+
+#[test]
+fn reconcile_prints_the_decision_json() {
+    let out = weir(&["reconcile", &case("lifecycle/create-two-ready-pods.yaml")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["action"], "create");
+    let ep = &json["endpoints"];
+    assert_eq!(ep["apiVersion"], "v1");
+    assert_eq!(ep["kind"], "Endpoints");
+    assert!(ep["metadata"]["name"].is_string());
+    assert!(ep["subsets"].is_array());
+    assert_eq!(
+        json.as_object().unwrap().len(),
+        2,
+        "exactly action and endpoints"
+    );
+
+    let out = weir(&[
+        "reconcile",
+        &case("lifecycle/service-gone-no-endpoints-still-delete.yaml"),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"action": "delete", "endpoints": null})
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_naming_file_and_field_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrong_type = write(
+        dir.path(),
+        "wrong-type.yaml",
+        &GOOD.replace("port: 80,", "port: eighty,"),
+    );
+    let bad_yaml = write(dir.path(), "bad.yaml", "key: [unclosed");
+    let key_mismatch = write(
+        dir.path(),
+        "mismatch.yaml",
+        &GOOD.replace("key: ns/web", "key: ns/other"),
+    );
+    let missing = dir.path().join("missing.yaml").display().to_string();
+    for (file, needle) in [
+        (&wrong_type, "service.spec.ports[0].port"),
+        (&bad_yaml, "bad.yaml"),
+        (&key_mismatch, "key"),
+        (&missing, "cannot read"),
+    ] {
+        let out = weir(&["reconcile", file]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.contains(file.as_str()) && stderr.contains(needle),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_failing_case_shows_a_diff_and_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "good.yaml", GOOD);
+    write(
+        dir.path(),
+        "wrong.yaml",
+        &GOOD.replace("ready: 1, notReady: 0", "ready: 2, notReady: 0"),
+    );
+    let out = weir(&["test", &dir.path().display().to_string()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAIL") && stdout.contains("counts: expected ready 2"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.trim_end().ends_with("1 passed, 1 failed"),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,95 @@
+//! Helpers shared by weir's integration tests: `mod support;` in a test file.
+#![allow(dead_code)] // each test binary uses its own subset
+
+pub mod guests;
+
+use std::path::PathBuf;
+
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use guests::{test_guest, test_guest_bytes};
+use weir::runtime::bindings as wit;
+
+/// An empty scratch directory for one test, under cargo's per-target temporary directory.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    dir
+}
+
+fn kv(pairs: &[(&str, &str)]) -> Vec<wit::KeyValue> {
+    pairs
+        .iter()
+        .map(|(k, v)| wit::KeyValue {
+            key: (*k).into(),
+            value: (*v).into(),
+        })
+        .collect()
+}
+
+/// A ClusterIP Service `namespace/name` selecting `app=<name>`, with one port `http` 80 → 8080
+/// and the given labels.
+pub fn service(namespace: &str, name: &str, labels: &[(&str, &str)]) -> wit::Service {
+    wit::Service {
+        namespace: namespace.into(),
+        name: name.into(),
+        uid: format!("uid-svc-{name}"),
+        labels: kv(labels),
+        annotations: vec![],
+        creation_timestamp: Some("2024-01-01T00:00:00Z".into()),
+        selector: Some(kv(&[("app", name)])),
+        service_type: "ClusterIP".into(),
+        cluster_ip: "10.96.0.10".into(),
+        cluster_ips: vec!["10.96.0.10".into()],
+        ip_families: vec!["IPv4".into()],
+        ports: vec![wit::ServicePort {
+            name: "http".into(),
+            protocol: "TCP".into(),
+            port: 80,
+            target_port: wit::TargetPort::Number(8080),
+            app_protocol: None,
+        }],
+        publish_not_ready_addresses: false,
+    }
+}
+
+/// A running pod `namespace/<app>-<index>` with IP `10.1.x.y`, ready or not.
+pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> wit::Pod {
+    let ip = format!("10.1.{}.{}", index / 250, index % 250 + 1);
+    wit::Pod {
+        namespace: namespace.into(),
+        name: format!("{app}-{index}"),
+        uid: format!("uid-pod-{app}-{index}"),
+        labels: kv(&[("app", app)]),
+        annotations: vec![],
+        node_name: format!("node-{}", index % 3),
+        hostname: String::new(),
+        subdomain: String::new(),
+        pod_ip: Some(ip.clone()),
+        pod_ips: vec![ip],
+        phase: "Running".into(),
+        conditions: vec![wit::PodCondition {
+            condition_type: "Ready".into(),
+            status: if ready { "True" } else { "False" }.into(),
+            last_transition_time: Some("2024-01-01T00:00:00Z".into()),
+        }],
+        terminating: false,
+        container_ports: vec![],
+    }
+}
+
+/// A request for `namespace/name` whose Service carries `labels` and selects `pods` pods
+/// (every fifth not ready), with no Endpoints stored yet.
+pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]) -> wit::Request {
+    wit::Request {
+        namespace: namespace.into(),
+        name: name.into(),
+        service: Some(service(namespace, name, labels)),
+        pods: (0..pods)
+            .map(|i| pod(namespace, name, i, i % 5 != 0))
+            .collect(),
+        current: None,
+        trigger_time: None,
+        config: String::new(),
+    }
+}

@@ -1,0 +1,16 @@
+//! A guest whose `reconcile` panics. The host must report a trap carrying the panic message.
+
+struct Trap;
+
+impl weir_policy::bindings::Guest for Trap {
+    fn reconcile(
+        request: weir_policy::types::Request,
+    ) -> Result<weir_policy::types::Decision, String> {
+        panic!(
+            "weir-test-trap: deliberate panic reconciling {}/{}",
+            request.namespace, request.name
+        );
+    }
+}
+
+weir_policy::bindings::export!(Trap);
