@@ -707,7 +707,9 @@ impl WatchSpec {
             if self.table {
                 self.render(e.ty, &e.obj)
             } else {
-                e.line.get_or_init(|| line(e.ty.as_str(), &e.obj.json)).clone()
+                e.line
+                    .get_or_init(|| line(e.ty.as_str(), &e.obj.json))
+                    .clone()
             }
         };
         match e.ty {

@@ -1,0 +1,256 @@
+//! A cluster for end-to-end tests: the embedded API server in process, a kube client, the
+//! real controller, and polling waits with deadlines (never fixed sleeps).
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1 as core;
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use weir::controller::{Config, Controller, Handle};
+use weir::runtime::{ActiveGuest, Guest, Limits, Runtime};
+use weir_apiserver::{ApiServer, RunningApiServer};
+
+/// How long any condition may take before a test fails.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+pub struct Cluster {
+    pub server: RunningApiServer,
+    pub client: Client,
+}
+
+pub struct Running {
+    pub handle: Handle,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops the controller the way SIGTERM does and waits for it to exit.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        tokio::time::timeout(DEADLINE, self.task)
+            .await
+            .expect("controller stops in time")
+            .expect("controller task");
+    }
+
+    /// Waits until the caches synced and no key is queued or being processed.
+    pub async fn idle(&self) {
+        let handle = self.handle.clone();
+        wait_for("controller idle", move || {
+            let h = handle.clone();
+            async move {
+                h.is_synced()
+                    && h.queue.len() == 0
+                    && h.queue.stats().processing == 0
+                    && h.queue.stats().delayed == 0
+            }
+        })
+        .await;
+    }
+}
+
+pub fn default_guest() -> Guest {
+    Runtime::new(Limits::default())
+        .unwrap()
+        .default_guest()
+        .unwrap()
+}
+
+impl Cluster {
+    pub async fn start(objects: Vec<Value>) -> Cluster {
+        Cluster::start_with(weir_apiserver::Config {
+            seed: objects,
+            ..Default::default()
+        })
+        .await
+    }
+
+    pub async fn start_with(config: weir_apiserver::Config) -> Cluster {
+        let server = ApiServer::start(config).await.expect("API server starts");
+        let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        let client = Client::try_from(config).unwrap();
+        Cluster { server, client }
+    }
+
+    pub fn run(&self, guest: Guest, config: Config) -> Running {
+        let controller = Controller::new(self.client.clone(), ActiveGuest::new(guest), config);
+        let handle = controller.handle();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(controller.run(stop.clone()));
+        Running { handle, stop, task }
+    }
+
+    pub fn run_default(&self) -> Running {
+        self.run(default_guest(), Config::default())
+    }
+
+    /// The stored Endpoints, straight from the server's store.
+    pub fn endpoints(&self, namespace: &str, name: &str) -> Option<core::Endpoints> {
+        self.server
+            .store()
+            .get("endpoints", namespace, name)
+            .map(|v| serde_json::from_value(v).unwrap())
+    }
+
+    pub fn endpoints_writes(&self) -> u64 {
+        self.server.stats().writes("endpoints")
+    }
+
+    /// Waits until `namespace/name` has exactly these ready and not-ready IPs.
+    pub async fn wait_ips(&self, namespace: &str, name: &str, ready: &[&str], not_ready: &[&str]) {
+        let want = (sorted(ready), sorted(not_ready));
+        let mut last;
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let got = self.endpoints(namespace, name).map(|e| ips(&e));
+            if got.as_ref() == Some(&want) {
+                return;
+            }
+            last = got;
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{namespace}/{name}: wanted {want:?}, last saw {last:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn wait_gone(&self, namespace: &str, name: &str) {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while self.endpoints(namespace, name).is_some() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{namespace}/{name} still exists"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn apply(&self, object: Value) {
+        apply(&self.client, object).await
+    }
+}
+
+/// Creates or replaces `object` (status included for pods) through the API, retrying while
+/// the server injects faults.
+pub async fn apply(client: &Client, object: Value) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        match try_apply(client, &object).await {
+            Ok(()) => return,
+            Err(e) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "cannot apply {}: {e}",
+                    object["metadata"]["name"]
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+async fn try_apply(client: &Client, object: &Value) -> Result<(), kube::Error> {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+    use kube::discovery::ApiResource;
+    let kind = object["kind"].as_str().unwrap().to_string();
+    let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+    let name = object["metadata"]["name"].as_str().unwrap().to_string();
+    let ar = match kind.as_str() {
+        "Service" => ApiResource::erase::<core::Service>(&()),
+        "Pod" => ApiResource::erase::<core::Pod>(&()),
+        "Endpoints" => ApiResource::erase::<core::Endpoints>(&()),
+        "Namespace" => ApiResource::erase::<core::Namespace>(&()),
+        other => panic!("unsupported kind {other}"),
+    };
+    let api: Api<DynamicObject> = match &ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
+    let obj: DynamicObject = serde_json::from_value(object.clone()).unwrap();
+    match api.get_opt(&name).await? {
+        None => {
+            api.create(&PostParams::default(), &obj).await?;
+        }
+        Some(existing) => {
+            let mut obj = obj.clone();
+            obj.metadata.resource_version = existing.metadata.resource_version;
+            api.replace(&name, &PostParams::default(), &obj).await?;
+        }
+    }
+    if kind == "Pod" && object.get("status").is_some() {
+        let patch = json!({"status": object["status"]});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+    }
+    Ok(())
+}
+
+fn sorted(ips: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ips.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+pub fn ips(ep: &core::Endpoints) -> (Vec<String>, Vec<String>) {
+    let mut ready = Vec::new();
+    let mut not_ready = Vec::new();
+    for s in ep.subsets.iter().flatten() {
+        ready.extend(s.addresses.iter().flatten().map(|a| a.ip.clone()));
+        not_ready.extend(s.not_ready_addresses.iter().flatten().map(|a| a.ip.clone()));
+    }
+    for v in [&mut ready, &mut not_ready] {
+        v.sort();
+        v.dedup();
+    }
+    (ready, not_ready)
+}
+
+/// Polls `condition` every 20 ms until it holds, failing after [`DEADLINE`].
+pub async fn wait_for<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// ---- object builders ----
+
+pub fn namespace(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+pub fn service(ns: &str, name: &str, selector: Value, ports: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+        "spec": {"selector": selector, "ports": ports}
+    })
+}
+
+pub fn pod(ns: &str, name: &str, labels: Value, ip: &str, ready: bool) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "x", "ports": [{"name": "http", "containerPort": 8080}]}]},
+        "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+                   "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
+    })
+}

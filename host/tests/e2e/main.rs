@@ -1,0 +1,383 @@
+//! End-to-end tests: the real controller against the embedded API server over HTTP. Each test
+//! waits for a condition with a deadline.
+
+mod cluster;
+
+use std::time::Duration;
+
+use cluster::*;
+use k8s_openapi::api::core::v1 as core;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use serde_json::json;
+use weir::cases::Case;
+use weir::controller::Config;
+use weir::validate::Action;
+
+fn http_port() -> serde_json::Value {
+    json!([{"name": "http", "port": 80, "targetPort": 8080}])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_becoming_ready_and_not_ready() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service("app", "web", json!({"app": "web"}), http_port()),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+        pod("app", "b", json!({"app": "web"}), "10.1.0.2", false),
+    ])
+    .await;
+    let run = c.run_default();
+    c.wait_ips("app", "web", &["10.1.0.1"], &["10.1.0.2"]).await;
+    c.apply(pod("app", "b", json!({"app": "web"}), "10.1.0.2", true))
+        .await;
+    c.wait_ips("app", "web", &["10.1.0.1", "10.1.0.2"], &[])
+        .await;
+    c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", false))
+        .await;
+    c.wait_ips("app", "web", &["10.1.0.2"], &["10.1.0.1"]).await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relabelled_pod_leaves_one_service_and_joins_another() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service("app", "blue", json!({"color": "blue"}), http_port()),
+        service("app", "green", json!({"color": "green"}), http_port()),
+        pod("app", "a", json!({"color": "blue"}), "10.1.0.1", true),
+        pod("app", "b", json!({"color": "green"}), "10.1.0.2", true),
+    ])
+    .await;
+    let run = c.run_default();
+    c.wait_ips("app", "blue", &["10.1.0.1"], &[]).await;
+    c.wait_ips("app", "green", &["10.1.0.2"], &[]).await;
+    c.apply(pod("app", "a", json!({"color": "green"}), "10.1.0.1", true))
+        .await;
+    c.wait_ips("app", "blue", &[], &[]).await;
+    c.wait_ips("app", "green", &["10.1.0.1", "10.1.0.2"], &[])
+        .await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_target_port_publish_not_ready_and_headless() {
+    let mut publish = service(
+        "app",
+        "all",
+        json!({"app": "web"}),
+        json!([{"name": "web", "port": 80, "targetPort": "http"}]),
+    );
+    publish["spec"]["publishNotReadyAddresses"] = json!(true);
+    let mut headless = service("app", "peers", json!({"app": "web"}), json!([]));
+    headless["spec"]["clusterIP"] = json!("None");
+    let c = Cluster::start(vec![
+        namespace("app"),
+        publish,
+        headless,
+        service(
+            "app",
+            "named",
+            json!({"app": "web"}),
+            json!([{"name": "web", "port": 80, "targetPort": "http"}]),
+        ),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+        pod("app", "b", json!({"app": "web"}), "10.1.0.2", false),
+    ])
+    .await;
+    let run = c.run_default();
+    c.wait_ips("app", "named", &["10.1.0.1"], &["10.1.0.2"])
+        .await;
+    c.wait_ips("app", "all", &["10.1.0.1", "10.1.0.2"], &[])
+        .await;
+    c.wait_ips("app", "peers", &["10.1.0.1"], &["10.1.0.2"])
+        .await;
+    let named = c.endpoints("app", "named").unwrap();
+    let ports: Vec<i32> = named
+        .subsets
+        .iter()
+        .flatten()
+        .flat_map(|s| s.ports.iter().flatten().map(|p| p.port))
+        .collect();
+    assert_eq!(
+        ports,
+        [8080],
+        "the named port resolves to the container port"
+    );
+    let peers = c.endpoints("app", "peers").unwrap();
+    assert!(
+        peers
+            .subsets
+            .iter()
+            .flatten()
+            .all(|s| s.ports.as_ref().is_none_or(Vec::is_empty))
+    );
+    assert_eq!(
+        peers
+            .metadata
+            .labels
+            .unwrap()
+            .get("service.kubernetes.io/headless")
+            .map(String::as_str),
+        Some("")
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_deletion_removes_its_endpoints() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service("app", "web", json!({"app": "web"}), http_port()),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+    ])
+    .await;
+    let run = c.run_default();
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    let services: Api<core::Service> = Api::namespaced(c.client.clone(), "app");
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    c.wait_gone("app", "web").await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftover_endpoints_are_removed_at_start_except_leader_election() {
+    let leftover = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "orphan", "namespace": "app"},
+        "subsets": [{"addresses": [{"ip": "10.9.9.9"}], "ports": [{"port": 1}]}]});
+    let leader = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "lock", "namespace": "app",
+        "annotations": {"control-plane.alpha.kubernetes.io/leader": "{}"}}});
+    let c = Cluster::start(vec![namespace("app"), leftover, leader]).await;
+    let run = c.run_default();
+    c.wait_gone("app", "orphan").await;
+    run.idle().await;
+    assert!(
+        c.endpoints("app", "lock").is_some(),
+        "leader-election Endpoints survive the sweep"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_edited_endpoints_are_restored() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service("app", "web", json!({"app": "web"}), http_port()),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+    ])
+    .await;
+    let run = c.run_default();
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    let api: Api<core::Endpoints> = Api::namespaced(c.client.clone(), "app");
+    let edit = json!({"subsets": [{"addresses": [{"ip": "10.6.6.6"}], "ports": [{"port": 80}]}]});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn correct_endpoints_get_no_write() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service("app", "web", json!({"app": "web"}), http_port()),
+        service(
+            "app",
+            "db",
+            json!({"app": "db"}),
+            json!([{"name": "sql", "port": 5432}]),
+        ),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+        pod("app", "d", json!({"app": "db"}), "10.1.0.9", true),
+    ])
+    .await;
+    let first = c.run_default();
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    c.wait_ips("app", "db", &["10.1.0.9"], &[]).await;
+    first.idle().await;
+    first.stop().await;
+    // A fresh controller (a restart, or a takeover) finds everything right: no write at all.
+    let writes = c.endpoints_writes();
+    let second = c.run_default();
+    let handle = second.handle.clone();
+    wait_for("both services synced", || {
+        let h = handle.clone();
+        async move { h.stats.syncs.load(std::sync::atomic::Ordering::Relaxed) >= 2 }
+    })
+    .await;
+    second.idle().await;
+    assert_eq!(
+        c.endpoints_writes(),
+        writes,
+        "a correct Endpoints object must not be rewritten"
+    );
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn converges_through_api_faults_dropped_watches_and_410() {
+    let mut objects = vec![namespace("app")];
+    for i in 0..20 {
+        objects.push(service(
+            "app",
+            &format!("svc-{i}"),
+            json!({"group": format!("g{i}")}),
+            http_port(),
+        ));
+        for j in 0..3 {
+            objects.push(pod(
+                "app",
+                &format!("p-{i}-{j}"),
+                json!({"group": format!("g{i}")}),
+                &format!("10.2.{i}.{j}"),
+                j != 2,
+            ));
+        }
+    }
+    let c = Cluster::start_with(weir_apiserver::Config {
+        seed: objects,
+        history: 50,
+        ..Default::default()
+    })
+    .await;
+    let faults = c.server.faults();
+    // The controller's own requests fail 20% of the time (10% 500, 10% 429).
+    faults.set_error_rate(0.1);
+    faults.set_throttle_rate(0.1);
+    let config = Config {
+        rate_limiter: weir::queue::RateLimiterConfig {
+            max_delay: Duration::from_secs(2),
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let run = c.run(default_guest(), config);
+    let expected = |i: usize, all_ready: bool| {
+        let ips: Vec<String> = (0..3).map(|j| format!("10.2.{i}.{j}")).collect();
+        if all_ready {
+            (ips, Vec::new())
+        } else {
+            (ips[..2].to_vec(), ips[2..].to_vec())
+        }
+    };
+    for i in 0..20 {
+        let (ready, not_ready) = expected(i, false);
+        let (ready, not_ready): (Vec<&str>, Vec<&str>) = (
+            ready.iter().map(String::as_str).collect(),
+            not_ready.iter().map(String::as_str).collect(),
+        );
+        c.wait_ips("app", &format!("svc-{i}"), &ready, &not_ready)
+            .await;
+    }
+    // Churn while faulty: every Service needs an update, the next updates conflict, watches
+    // are dropped and the next ones answered 410 Gone.
+    faults.conflict_next_updates(3);
+    for i in 0..20 {
+        c.apply(pod(
+            "app",
+            &format!("p-{i}-2"),
+            json!({"group": format!("g{i}")}),
+            &format!("10.2.{i}.2"),
+            true,
+        ))
+        .await;
+        if i % 7 == 0 {
+            faults.drop_watches();
+            faults.expire_next_watches(2);
+        }
+    }
+    for i in 0..20 {
+        let (ready, _) = expected(i, true);
+        let ready: Vec<&str> = ready.iter().map(String::as_str).collect();
+        c.wait_ips("app", &format!("svc-{i}"), &ready, &[]).await;
+    }
+    faults.set_error_rate(0.0);
+    faults.set_throttle_rate(0.0);
+    run.idle().await;
+    assert_eq!(
+        run.handle
+            .stats
+            .dropped
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "no key was given up"
+    );
+    let stats = &run.handle.stats;
+    assert!(
+        stats.errors.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "faults were actually injected: syncs {} writes {} server {:?}",
+        stats.syncs.load(std::sync::atomic::Ordering::Relaxed),
+        stats.writes.load(std::sync::atomic::Ordering::Relaxed),
+        c.server.stats()
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_seed_converges_to_what_weir_reconcile_computes() {
+    let seed = weir_apiserver::parse_seed(include_str!("../../../deploy/demo/seed.yaml")).unwrap();
+    let c = Cluster::start(seed).await;
+    let run = c.run_default();
+    let services: Api<core::Service> = Api::all(c.client.clone());
+    let list = services.list(&Default::default()).await.unwrap();
+    let selected: Vec<_> = list
+        .items
+        .iter()
+        .filter(|s| s.spec.as_ref().and_then(|s| s.selector.as_ref()).is_some())
+        .collect();
+    assert!(selected.len() >= 4, "the demo has Services with selectors");
+    for svc in &selected {
+        let (ns, name) = (
+            svc.metadata.namespace.clone().unwrap(),
+            svc.metadata.name.clone().unwrap(),
+        );
+        let c = &c;
+        wait_for(&format!("{ns}/{name} endpoints"), || {
+            let found = c.endpoints(&ns, &name).is_some();
+            async move { found }
+        })
+        .await;
+    }
+    run.idle().await;
+    // Every Service's stored Endpoints is exactly what `weir reconcile` computes from the same
+    // objects: reconciling the stored state decides nothing.
+    let pods: Api<core::Pod> = Api::all(c.client.clone());
+    let pods = pods.list(&Default::default()).await.unwrap().items;
+    let guest = default_guest();
+    for svc in &selected {
+        let (ns, name) = (
+            svc.metadata.namespace.clone().unwrap(),
+            svc.metadata.name.clone().unwrap(),
+        );
+        let case = Case {
+            name: None,
+            key: format!("{ns}/{name}"),
+            service: Some((*svc).clone()),
+            pods: pods.clone(),
+            endpoints: c.endpoints(&ns, &name),
+            config: None,
+            expect: None,
+        };
+        assert_eq!(
+            case.run(&guest).unwrap(),
+            Action::None,
+            "{ns}/{name} differs from weir reconcile"
+        );
+        let fresh = Case {
+            endpoints: None,
+            ..case
+        };
+        let Action::Create(want) = fresh.run(&guest).unwrap() else {
+            panic!("create expected")
+        };
+        let got = c.endpoints(&ns, &name).unwrap();
+        assert_eq!(
+            weir::cases::comparable(&got, false),
+            weir::cases::comparable(&want, false),
+            "{ns}/{name}"
+        );
+    }
+    run.stop().await;
+}
