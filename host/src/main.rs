@@ -35,9 +35,8 @@ enum Command {
     Test(commands::test::Args),
     /// Export the embedded default guest, or describe a guest component.
     Guest(commands::guest::Args),
-    /// Time a guest on case files: min, median, p99 and max per call phase.
+    // Documented on their Args, so `--help` shows the long description too.
     Bench(commands::bench::Args),
-    /// Create a new policy crate that builds and passes its cases as is.
     NewPolicy(commands::new_policy::Args),
 }
 

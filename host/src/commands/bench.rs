@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use weir::cases::{Case, compare, discover};
 
-/// Time a guest on case files: per case, many calls, each split into instantiate (fresh
-/// store and instance), call (lowering the request, `reconcile`, lifting the decision) and
-/// validate (the host's contract check), with min, median, p99 and max of each.
+/// Time a guest on case files: min, median, p99 and max per call phase.
 ///
-/// Every call runs as the controller runs it: a new instance per call, with the deadline and
+/// Per case, many calls, each split into instantiate (fresh store and instance), call
+/// (lowering the request, `reconcile`, lifting the decision) and validate (the host's
+/// contract check), plus their total. Every call runs as the controller runs it: a new instance per call, with the deadline and
 /// memory limits of the flags. A case whose call fails is reported and not timed. Exits 0 when
 /// every case was timed, 1 when a case failed, 2 on bad arguments.
 #[derive(clap::Args, Debug)]

@@ -5,17 +5,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-/// Create a new policy crate in the directory NAME (in the current directory).
+/// Create a policy crate in ./NAME that builds and passes its cases as is.
 ///
 /// The crate depends on this weir checkout's `weir-policy` SDK by path and gets a copy of the
 /// checkout's `Cargo.lock`, so it builds without network access. It holds a working policy
 /// (upstream behaviour plus a label filter) with unit tests, golden cases in `cases/`, and a
-/// README with the commands:
-///
-///   cd NAME && cargo build --release --target wasm32-wasip2
-///   weir test --guest target/wasm32-wasip2/release/NAME.wasm cases/
-///
-/// (with `-` in NAME written `_` in the file name). Refuses an existing non-empty directory.
+/// README. Build it with `cargo build --release --target wasm32-wasip2` in NAME, then run
+/// `weir test --guest target/wasm32-wasip2/release/NAME.wasm cases/` (with `-` in NAME written
+/// `_` in the file name). Refuses an existing non-empty directory and invalid names.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Directory and crate name: lowercase ASCII letters, digits, `-` and `_`, starting with a

@@ -1,0 +1,173 @@
+//! The real `weir` binary as a process: `weir demo`, `weir run` with SIGTERM, `--dry-run`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::cluster::*;
+use serde_json::json;
+
+/// A child process whose stdout lines arrive on a channel, so reads can have deadlines.
+struct Proc {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Proc {
+    fn spawn(args: &[&str]) -> Proc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(args)
+            .env("WEIR_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning weir");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc { child, lines }
+    }
+
+    /// Reads lines until `done` says the collected output is complete.
+    fn read_until(&self, what: &str, mut done: impl FnMut(&[String]) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + DEADLINE;
+        let mut seen = Vec::new();
+        while !done(&seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!(
+                    "timed out waiting for {what}; output so far:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        }
+        seen
+    }
+
+    /// Sends `signal` and waits for the exit status.
+    fn stop(mut self, signal: &str) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "weir did not exit after {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn weir_demo_gives_every_demo_service_its_endpoints() {
+    let demo = Proc::spawn(&["demo", "--for", "120s"]);
+    let services = [
+        "shop/web",
+        "shop/cart",
+        "shop/cart-headless",
+        "payments/ledger",
+        "payments/gateway",
+    ];
+    let lines = demo.read_until("every demo Service's endpoints", |seen| {
+        services.iter().all(|s| {
+            seen.iter()
+                .any(|l| l.starts_with(&format!("{s} ")) && !l.contains("ready []  not-ready []"))
+        })
+    });
+    assert!(
+        lines.iter().any(|l| l.contains("kubeconfig at")),
+        "the demo prints its kubeconfig path"
+    );
+    let status = demo.stop("-INT");
+    assert!(
+        status.success(),
+        "Ctrl-C stops the demo cleanly: {status:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weir_run_converges_and_exits_zero_on_sigterm() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service(
+            "app",
+            "web",
+            json!({"app": "web"}),
+            json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+        ),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    let run = Proc::spawn(&[
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--workers",
+        "2",
+    ]);
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    let status = tokio::task::spawn_blocking(move || run.stop("-TERM"))
+        .await
+        .unwrap();
+    assert!(status.success(), "SIGTERM exits 0: {status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_prints_decisions_and_writes_nothing() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service(
+            "app",
+            "web",
+            json!({"app": "web"}),
+            json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+        ),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    let run = Proc::spawn(&[
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    let lines = tokio::task::spawn_blocking(move || {
+        let lines = run.read_until("the dry-run create", |seen| {
+            seen.iter().any(|l| l.contains("\"create\""))
+        });
+        (run.stop("-TERM"), lines)
+    })
+    .await
+    .unwrap();
+    let create: serde_json::Value =
+        serde_json::from_str(lines.1.iter().find(|l| l.contains("\"create\"")).unwrap()).unwrap();
+    assert_eq!(create["key"], "app/web");
+    assert_eq!(
+        create["endpoints"]["subsets"][0]["addresses"][0]["ip"],
+        "10.1.0.1"
+    );
+    assert!(lines.0.success());
+    assert_eq!(c.endpoints_writes(), 0, "a dry run writes nothing");
+    assert!(c.endpoints("app", "web").is_none());
+}
