@@ -9,11 +9,13 @@
 //! - [`trigger_time`] computes the last-change-trigger-time annotation.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
 
+pub mod admin;
 pub mod cases;
 pub mod controller;
 pub mod queue;
 pub mod runtime;
 pub mod selector;
+pub mod swap;
 pub mod trigger_time;
 pub mod validate;
 pub mod view;

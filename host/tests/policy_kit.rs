@@ -191,6 +191,12 @@ fn new_policy_builds_offline_and_passes_its_cases() {
     #[cfg(unix)]
     std::os::unix::fs::symlink(shared_target(), krate.join("target")).unwrap();
     // Offline: the copied Cargo.lock must be enough to resolve from the local cargo cache.
+    let out = run(cargo(&krate).arg("test").env("CARGO_NET_OFFLINE", "true"));
+    assert!(
+        stdout(&out).contains("test result: ok. 2 passed"),
+        "{}",
+        stdout(&out)
+    );
     run(cargo(&krate)
         .args(["build", "--release", "--target", "wasm32-wasip2"])
         .env("CARGO_NET_OFFLINE", "true"));

@@ -202,9 +202,12 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
     if ct.contains("protobuf") {
-        return Err(ApiError::unsupported_media(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"
-        )));
+        return crate::proto::decode_minimal(body).ok_or_else(|| {
+            tracing::debug!(len = body.len(), "undecodable protobuf body");
+            ApiError::unsupported_media(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct}; weir-apiserver decodes protobuf only for plain Namespaces)"
+            ))
+        });
     }
     if ct.contains("yaml") {
         serde_yaml::from_slice(body)

@@ -28,6 +28,7 @@ pub mod cli;
 mod discovery;
 mod http;
 mod patch;
+mod proto;
 mod resources;
 mod selector;
 mod store;

@@ -44,8 +44,9 @@ pub(crate) const ENDPOINTS: usize = 3;
 pub(crate) const EVENTS: usize = 4;
 pub(crate) const LEASES: usize = 5;
 pub(crate) const ENDPOINTSLICES: usize = 6;
+pub(crate) const CONFIGMAPS: usize = 7;
 
-pub(crate) static RESOURCES: [ResourceDef; 7] = [
+pub(crate) static RESOURCES: [ResourceDef; 8] = [
     ResourceDef {
         name: "namespaces",
         singular: "namespace",
@@ -137,6 +138,19 @@ pub(crate) static RESOURCES: [ResourceDef; 7] = [
         generation: true,
         categories: &[],
     },
+    ResourceDef {
+        name: "configmaps",
+        singular: "configmap",
+        kind: "ConfigMap",
+        group: "",
+        version: "v1",
+        namespaced: true,
+        short_names: &["cm"],
+        status_sub: false,
+        create_on_update: false,
+        generation: false,
+        categories: &[],
+    },
 ];
 
 /// Finds a resource by group and plural name.
@@ -171,6 +185,10 @@ macro_rules! with_type {
             }
             LEASES => {
                 type $T = k8s_openapi::api::coordination::v1::Lease;
+                $body
+            }
+            CONFIGMAPS => {
+                type $T = k8s_openapi::api::core::v1::ConfigMap;
                 $body
             }
             _ => {
@@ -488,6 +506,11 @@ pub(crate) fn columns(r: usize) -> Vec<(&'static str, &'static str, &'static str
             ("Holder", "string", "", 0),
             ("Age", "string", "", 0),
         ],
+        CONFIGMAPS => vec![
+            ("Name", "string", "name", 0),
+            ("Data", "integer", "", 0),
+            ("Age", "string", "", 0),
+        ],
         _ => vec![
             ("Name", "string", "name", 0),
             ("AddressType", "string", "", 0),
@@ -677,6 +700,13 @@ pub(crate) fn cells(r: usize, v: &Value) -> Vec<Value> {
         LEASES => {
             let h = s(&v["spec"]["holderIdentity"]);
             vec![name, json!(if h.is_empty() { "<none>" } else { h }), age]
+        }
+        CONFIGMAPS => {
+            let keys = ["data", "binaryData"]
+                .iter()
+                .map(|f| v[*f].as_object().map_or(0, |m| m.len()))
+                .sum::<usize>();
+            vec![name, json!(keys), age]
         }
         _ => {
             let ports: Vec<String> = v["ports"]

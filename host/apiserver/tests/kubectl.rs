@@ -147,7 +147,11 @@ async fn kubectl_workflow() {
     let (server, env) = setup("workflow").await;
     let store = server.store();
 
+    // a typed generator that sends a protobuf body
+    let out = ok(&env, &["create", "namespace", "extra"]).await;
+    assert!(out.contains("namespace/extra created"), "{out}");
     let out = ok(&env, &["get", "namespaces"]).await;
+    assert!(out.contains("extra"), "{out}");
     assert!(
         out.contains("default") && out.contains("kube-system") && out.contains("Active"),
         "{out}"

@@ -95,7 +95,7 @@ pub fn run(args: Args) -> ExitCode {
         |p| p.display().to_string(),
     );
     println!(
-        "guest {source} (sha256 {}, {} KiB); {} timed calls per case after {} warm-up",
+        "guest: {source} (sha256 {}, {} KiB); {} timed calls per case after {} warm-up",
         &guest.digest()[..12],
         guest.size().div_ceil(1024),
         args.iterations,

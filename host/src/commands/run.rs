@@ -55,6 +55,48 @@ pub struct Args {
     #[arg(long, env = "WEIR_DRY_RUN")]
     pub dry_run: bool,
 
+    /// Only a guest with this SHA-256 digest (hex) may run, at start and on every swap.
+    #[arg(long, env = "WEIR_GUEST_SHA256", value_name = "HEX")]
+    pub guest_sha256: Option<String>,
+
+    /// Golden cases (a file or directory, as for `weir test`) that every guest must pass
+    /// before it becomes active, at start and on every swap.
+    #[arg(long, env = "WEIR_GUEST_CHECK", value_name = "DIR")]
+    pub guest_check: Option<PathBuf>,
+
+    /// How often a guest file is re-read and compared by content, besides change events
+    /// (covers filesystems without events).
+    #[arg(long, env = "WEIR_GUEST_POLL", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub guest_poll: Duration,
+
+    /// Keep compiled guests here, keyed by component digest and engine, so restarts and
+    /// swaps back skip compilation. Corrupt or incompatible entries are recompiled.
+    #[arg(long, env = "WEIR_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// After a swap, roll back to the previous guest when more than this share of the new
+    /// guest's calls trap, time out or exceed memory...
+    #[arg(long, env = "WEIR_ROLLBACK_FAULT_SHARE", default_value_t = 0.5)]
+    pub rollback_fault_share: f64,
+
+    /// ...within this long after the swap...
+    #[arg(long, env = "WEIR_ROLLBACK_WINDOW", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub rollback_window: Duration,
+
+    /// ...counting only once it has made at least this many calls.
+    #[arg(long, env = "WEIR_ROLLBACK_MIN_CALLS", default_value_t = 5)]
+    pub rollback_min_calls: u64,
+
+    /// A second guest run on every sync beside the active one. It writes nothing; decisions
+    /// that differ are counted (weir_shadow_differences) and logged at debug level with a diff.
+    #[arg(long, env = "WEIR_SHADOW_GUEST", value_name = "PATH")]
+    pub shadow_guest: Option<PathBuf>,
+
+    /// Address of the admin HTTP endpoint: /healthz, /readyz, /metrics, /guest.
+    /// Use 0.0.0.0:9090 in a Pod so probes and Prometheus reach it.
+    #[arg(long, env = "WEIR_ADMIN_ADDR", default_value = "127.0.0.1:9090")]
+    pub admin_addr: std::net::SocketAddr,
+
     /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish.
     #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
@@ -150,13 +192,75 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 async fn run_async(args: Args) -> anyhow::Result<()> {
-    let config = args.config()?;
-    let guest = args.guest.load()?;
-    tracing::info!(digest = guest.digest(), size = guest.size(), "guest loaded");
+    use weir::runtime::Runtime;
+    use weir::runtime::cache::CompileCache;
+    use weir::swap::source::{GuestSource, watch_configmap, watch_file};
+    use weir::swap::{SwapConfig, Swapper};
+
+    let mut config = args.config()?;
+    let runtime = Runtime::new(args.guest.limits())?;
+    let cache = args.cache_dir.clone().map(CompileCache::new);
     let client = client(args.kubeconfig.as_deref()).await?;
-    let controller = Controller::new(client, ActiveGuest::new(guest), config);
+    let source = match &args.guest.guest {
+        None => GuestSource::Embedded,
+        Some(path) => GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)?,
+    };
+    let swap_config = SwapConfig {
+        pin_sha256: args.guest_sha256.clone(),
+        check_cases: args.guest_check.clone(),
+        rollback_fault_share: args.rollback_fault_share,
+        rollback_window: args.rollback_window,
+        rollback_min_calls: args.rollback_min_calls,
+    };
+    let bytes = source.read(Some(&client)).await?;
+    let guest = weir::swap::validate_candidate(&runtime, cache.as_ref(), &swap_config, bytes)
+        .await
+        .with_context(|| format!("guest {}", source.describe()))?;
+    tracing::info!(source = %source.describe(), digest = guest.digest(), size = guest.size(), "guest loaded");
+    if let Some(path) = &args.shadow_guest {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read --shadow-guest {}", path.display()))?;
+        let shadow = runtime
+            .load_cached(&bytes, cache.as_ref())
+            .with_context(|| format!("--shadow-guest {}", path.display()))?;
+        tracing::info!(
+            digest = shadow.digest(),
+            "shadow guest loaded; it writes nothing"
+        );
+        config.shadow = Some(shadow);
+    }
+
+    let controller = Controller::new(client.clone(), ActiveGuest::new(guest), config);
+    let handle = controller.handle();
+    let swapper = Swapper::new(runtime, cache, handle.clone(), swap_config);
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
+    let _watch = match source {
+        GuestSource::Embedded => None,
+        GuestSource::File(path) => Some(watch_file(
+            path,
+            swapper.clone(),
+            args.guest_poll,
+            shutdown.clone(),
+        )),
+        GuestSource::ConfigMap {
+            namespace,
+            name,
+            key,
+        } => Some(watch_configmap(
+            client,
+            namespace,
+            name,
+            key,
+            swapper.clone(),
+            shutdown.clone(),
+        )),
+    };
+    let (admin_addr, _admin) = weir::admin::Admin::new(handle, Some(swapper))
+        .serve(args.admin_addr)
+        .await
+        .with_context(|| format!("cannot serve --admin-addr {}", args.admin_addr))?;
+    tracing::info!(%admin_addr, "admin endpoint: /healthz /readyz /metrics /guest");
     controller.run(shutdown).await;
     tracing::info!("stopped");
     Ok(())

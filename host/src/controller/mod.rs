@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::queue::{RateLimiterConfig, Retry, WorkQueue};
 use crate::runtime::ActiveGuest;
+use crate::runtime::health::CallHealth;
 use crate::selector::LabelSelector;
 use cache::{Cache, CachedPod, key};
 use sync::{Outcome, StaleTracker, SyncError, Syncer};
@@ -47,6 +48,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Queue rate limiting.
     pub rate_limiter: RateLimiterConfig,
+    /// A second guest to evaluate on every sync without writing (`--shadow-guest`).
+    pub shadow: Option<crate::runtime::Guest>,
 }
 
 impl Default for Config {
@@ -60,6 +63,7 @@ impl Default for Config {
             policy_config: String::new(),
             shutdown_grace: Duration::from_secs(10),
             rate_limiter: RateLimiterConfig::default(),
+            shadow: None,
         }
     }
 }
@@ -90,6 +94,10 @@ pub struct Handle {
     pub guest: ActiveGuest,
     /// Counters.
     pub stats: Arc<Stats>,
+    /// Guest call outcomes per digest.
+    pub health: Arc<CallHealth>,
+    /// The sync machinery (shadow counters live there).
+    pub syncer: Arc<Syncer>,
     synced: Arc<AtomicBool>,
 }
 
@@ -137,6 +145,7 @@ impl Controller {
         } else {
             Writer::Api(client.clone())
         };
+        let health = Arc::new(CallHealth::default());
         let syncer = Arc::new(Syncer {
             cache: cache.clone(),
             guest: guest.clone(),
@@ -145,12 +154,17 @@ impl Controller {
             config: config.policy_config.clone(),
             trigger_times: Default::default(),
             stale: StaleTracker::default(),
+            health: health.clone(),
+            shadow: config.shadow.clone(),
+            shadow_stats: Default::default(),
         });
         let handle = Handle {
             cache,
             queue: WorkQueue::new(config.rate_limiter),
             guest,
             stats: Arc::new(Stats::default()),
+            health,
+            syncer: syncer.clone(),
             synced: Arc::new(AtomicBool::new(false)),
         };
         Controller {

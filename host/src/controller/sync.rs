@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use crate::controller::cache::Cache;
 use crate::controller::writer::{EventRecorder, Writer, Written, is_namespace_terminating};
 use crate::runtime::bindings as wit;
-use crate::runtime::{ActiveGuest, CallError};
+use crate::runtime::health::CallHealth;
+use crate::runtime::{ActiveGuest, CallError, Guest};
 use crate::trigger_time::TriggerTimeTracker;
 use crate::validate::{Action, Violation, validate};
 use crate::view;
@@ -106,6 +107,34 @@ pub struct Syncer {
     pub trigger_times: TriggerTimeTracker,
     /// Stale-cache guard.
     pub stale: StaleTracker,
+    /// Outcomes of guest calls, per guest digest (hot-swap rollback reads it).
+    pub health: Arc<CallHealth>,
+    /// A second guest run on every sync for comparison only (`--shadow-guest`).
+    pub shadow: Option<Guest>,
+    /// What the shadow guest did.
+    pub shadow_stats: ShadowStats,
+}
+
+/// Counters of shadow evaluation.
+#[derive(Debug, Default)]
+pub struct ShadowStats {
+    /// Syncs where both guests decided.
+    pub compared: std::sync::atomic::AtomicU64,
+    /// Of those, decisions that differ.
+    pub differed: std::sync::atomic::AtomicU64,
+    /// Syncs where the shadow guest failed (error, trap, invalid decision).
+    pub failed: std::sync::atomic::AtomicU64,
+}
+
+/// Whether two actions write the same thing (same action, same content in any order).
+pub fn same_action(a: &Action, b: &Action) -> bool {
+    a.name() == b.name()
+        && match (a.endpoints(), b.endpoints()) {
+            (Some(x), Some(y)) => {
+                crate::cases::comparable(x, true) == crate::cases::comparable(y, true)
+            }
+            _ => true,
+        }
 }
 
 impl Syncer {
@@ -157,13 +186,77 @@ impl Syncer {
             .map(|s| s.uid.clone())
             .unwrap_or_default();
         let guest = self.guest.current();
+        let digest = guest.digest().to_string();
         let max_addresses = guest.limits().max_addresses;
-        let decision = tokio::task::spawn_blocking(move || guest.call(&request))
-            .await
-            .map_err(|e| SyncError::Aborted(e.to_string()))??;
-        let action = validate(namespace, name, &decision, stored.as_deref(), max_addresses)?;
+        let shadow = self.shadow.clone();
+        let (decision, shadow_decision) = tokio::task::spawn_blocking(move || {
+            let decision = guest.call(&request);
+            (decision, shadow.map(|g| g.call(&request)))
+        })
+        .await
+        .map_err(|e| SyncError::Aborted(e.to_string()))?;
+        self.health
+            .record(&digest, matches!(&decision, Err(e) if e.is_fault()));
+        let action = validate(
+            namespace,
+            name,
+            &decision?,
+            stored.as_deref(),
+            max_addresses,
+        )?;
+        if let Some(shadow) = shadow_decision {
+            self.compare_shadow(
+                key,
+                namespace,
+                name,
+                &action,
+                shadow,
+                stored.as_deref(),
+                max_addresses,
+            );
+        }
         self.execute(key, namespace, name, &service_uid, action)
             .await
+    }
+
+    /// Records how the shadow guest's decision compares with the active one; writes nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn compare_shadow(
+        &self,
+        key: &str,
+        namespace: &str,
+        name: &str,
+        active: &Action,
+        shadow: Result<wit::Decision, CallError>,
+        stored: Option<&k8s_openapi::api::core::v1::Endpoints>,
+        max_addresses: usize,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let shadow = shadow.map_err(|e| e.to_string()).and_then(|d| {
+            validate(namespace, name, &d, stored, max_addresses).map_err(|e| e.to_string())
+        });
+        match shadow {
+            Err(error) => {
+                self.shadow_stats.failed.fetch_add(1, Relaxed);
+                tracing::debug!(%key, %error, "shadow guest failed");
+            }
+            Ok(shadow) => {
+                self.shadow_stats.compared.fetch_add(1, Relaxed);
+                if !same_action(active, &shadow) {
+                    self.shadow_stats.differed.fetch_add(1, Relaxed);
+                    let render = |a: &Action| {
+                        serde_json::to_value(crate::cases::decision_json(a)).unwrap_or_default()
+                    };
+                    tracing::debug!(
+                        %key,
+                        active = active.name(),
+                        shadow = shadow.name(),
+                        "shadow decision differs:\n{}",
+                        crate::cases::diff(&render(active), &render(&shadow))
+                    );
+                }
+            }
+        }
     }
 
     async fn execute(

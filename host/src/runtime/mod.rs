@@ -4,6 +4,7 @@
 mod active;
 pub mod bindings;
 pub mod cache;
+pub mod health;
 mod sandbox;
 
 use std::sync::Arc;

@@ -3,6 +3,9 @@
 
 mod cluster;
 mod process;
+#[path = "../support/mod.rs"]
+mod support;
+mod swap;
 
 use std::time::Duration;
 

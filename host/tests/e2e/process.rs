@@ -122,6 +122,8 @@ async fn weir_run_converges_and_exits_zero_on_sigterm() {
         kubeconfig.to_str().unwrap(),
         "--workers",
         "2",
+        "--admin-addr",
+        "127.0.0.1:0",
     ]);
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     let status = tokio::task::spawn_blocking(move || run.stop("-TERM"))
@@ -151,6 +153,8 @@ async fn dry_run_prints_decisions_and_writes_nothing() {
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--dry-run",
+        "--admin-addr",
+        "127.0.0.1:0",
     ]);
     let lines = tokio::task::spawn_blocking(move || {
         let lines = run.read_until("the dry-run create", |seen| {

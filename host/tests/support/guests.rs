@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 /// Every crate under `tests/guests/`, by directory name.
 pub const TEST_GUESTS: &[&str] = &[
+    "all-not-ready",
     "alloc-forever",
     "big",
     "loop-forever",

@@ -148,13 +148,12 @@ pub fn decide(ctx: &Context<'_>, desired: Capped) -> Decision {
         .current
         .as_ref()
         .filter(|c| !c.resource_version.is_empty());
-    if let Some(stored) = current {
-        if subsets_equal(&stored.subsets, &desired.subsets)
-            && labels_correct(&stored.labels, service)
-            && capacity_correct(stored, desired.truncated)
-        {
-            return Decision::None;
-        }
+    if let Some(stored) = current
+        && subsets_equal(&stored.subsets, &desired.subsets)
+        && labels_correct(&stored.labels, service)
+        && capacity_correct(stored, desired.truncated)
+    {
+        return Decision::None;
     }
     // Unrelated annotations of the stored object survive (spec §12.1, §12.3).
     let mut annotations = current.map(|c| c.annotations.clone()).unwrap_or_default();

@@ -56,7 +56,8 @@ pub fn repack(entries: Vec<Entry>) -> Vec<EndpointSubset> {
     }
 
     // Ports with the same members (address keys and readiness) share a subset.
-    let mut groups: Vec<(Vec<(AddressKey, bool)>, Members, Vec<EndpointPort>)> = Vec::new();
+    type Group = (Vec<(AddressKey, bool)>, Members, Vec<EndpointPort>);
+    let mut groups: Vec<Group> = Vec::new();
     let mut by_members: HashMap<Vec<(AddressKey, bool)>, usize> = HashMap::new();
     for (port, members) in ports {
         let signature: Vec<(AddressKey, bool)> =

@@ -1,0 +1,313 @@
+//! Hot swap: a candidate guest becomes active only after it compiles, targets this host's
+//! WIT world, instantiates within the limits and (optionally) passes golden cases. Calls in
+//! flight finish on the module they started with; every Service is re-synced once after a
+//! swap; a guest that starts faulting is rolled back to the previous one.
+
+pub mod source;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cases::{check_file, discover};
+use crate::controller::Handle;
+use crate::runtime::cache::CompileCache;
+use crate::runtime::{Guest, Runtime, digest};
+
+/// How swaps are checked and judged.
+#[derive(Debug, Clone)]
+pub struct SwapConfig {
+    /// Only a guest with this SHA-256 may become active (`--guest-sha256`).
+    pub pin_sha256: Option<String>,
+    /// Golden cases every candidate must pass (`--guest-check`).
+    pub check_cases: Option<PathBuf>,
+    /// Roll back when more than this share of the new guest's calls fault...
+    pub rollback_fault_share: f64,
+    /// ...within this long after the swap...
+    pub rollback_window: Duration,
+    /// ...once it has made at least this many calls.
+    pub rollback_min_calls: u64,
+}
+
+impl Default for SwapConfig {
+    fn default() -> Self {
+        SwapConfig {
+            pin_sha256: None,
+            check_cases: None,
+            rollback_fault_share: 0.5,
+            rollback_window: Duration::from_secs(60),
+            rollback_min_calls: 5,
+        }
+    }
+}
+
+/// Why a candidate was refused. The active guest keeps serving.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// The digest is not the pinned one.
+    #[error("digest {found} does not match the pinned --guest-sha256 {pinned}")]
+    Digest {
+        /// The candidate's digest.
+        found: String,
+        /// The pinned digest.
+        pinned: String,
+    },
+    /// Compiling, checking the world, or instantiating failed.
+    #[error(transparent)]
+    Load(#[from] crate::runtime::LoadError),
+    /// A golden case failed under the candidate.
+    #[error("golden case {case} fails under the candidate: {problem}")]
+    Case {
+        /// The case file.
+        case: String,
+        /// The first problem.
+        problem: String,
+    },
+    /// The check could not run.
+    #[error("cannot check the candidate: {0}")]
+    Check(String),
+}
+
+impl Refusal {
+    /// A short machine-readable reason, for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refusal::Digest { .. } => "digest",
+            Refusal::Load(crate::runtime::LoadError::Compile(_)) => "compile",
+            Refusal::Load(
+                crate::runtime::LoadError::UnsupportedVersion { .. }
+                | crate::runtime::LoadError::WrongWorld(_),
+            ) => "world",
+            Refusal::Load(crate::runtime::LoadError::Instantiate(_)) => "instantiate",
+            Refusal::Case { .. } => "cases",
+            Refusal::Check(_) => "check",
+        }
+    }
+}
+
+/// Checks a candidate guest: pinned digest, compile (through the cache), world, a trial
+/// instantiation, and the golden cases. Used at start and for every swap.
+pub async fn validate_candidate(
+    runtime: &Runtime,
+    cache: Option<&CompileCache>,
+    config: &SwapConfig,
+    bytes: Vec<u8>,
+) -> Result<Guest, Refusal> {
+    if let Some(pinned) = &config.pin_sha256 {
+        let found = digest(&bytes);
+        if !pinned.eq_ignore_ascii_case(&found) {
+            return Err(Refusal::Digest {
+                found,
+                pinned: pinned.clone(),
+            });
+        }
+    }
+    let runtime = runtime.clone();
+    let cache = cache.cloned();
+    let cases = config.check_cases.clone();
+    // Compiling takes a core for a while: keep it off the async runtime's threads.
+    tokio::task::spawn_blocking(move || {
+        let guest = runtime.load_cached(&bytes, cache.as_ref())?;
+        if let Some(dir) = cases {
+            let files =
+                discover(std::slice::from_ref(&dir)).map_err(|e| Refusal::Check(e.to_string()))?;
+            for file in files {
+                let verdict = check_file(&guest, &file);
+                if let Some(problem) = verdict.problems.first() {
+                    return Err(Refusal::Case {
+                        case: file.display().to_string(),
+                        problem: problem.clone(),
+                    });
+                }
+            }
+        }
+        Ok(guest)
+    })
+    .await
+    .map_err(|e| Refusal::Check(e.to_string()))?
+}
+
+/// One entry of the swap history (`/guest`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SwapRecord {
+    /// When, RFC 3339.
+    pub at: String,
+    /// Where the candidate came from.
+    pub source: String,
+    /// `swapped`, `refused` or `rolled-back`.
+    pub outcome: &'static str,
+    /// Digest active before.
+    pub from: String,
+    /// Digest of the candidate (or, for a rollback, the digest restored).
+    pub to: String,
+    /// Why, for refusals and rollbacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Counters of swaps.
+#[derive(Debug, Default)]
+pub struct SwapStats {
+    /// Candidates made active.
+    pub swaps: AtomicU64,
+    /// Candidates refused.
+    pub refusals: AtomicU64,
+    /// Automatic rollbacks.
+    pub rollbacks: AtomicU64,
+}
+
+/// Validates and swaps guests for a running controller.
+pub struct Swapper {
+    runtime: Runtime,
+    cache: Option<CompileCache>,
+    /// The controller whose guest is swapped.
+    pub handle: Handle,
+    config: SwapConfig,
+    history: Mutex<Vec<SwapRecord>>,
+    previous: Mutex<Option<Guest>>,
+    /// Counters.
+    pub stats: SwapStats,
+    /// Serializes offers, so two sources cannot interleave validation and swap.
+    lock: tokio::sync::Mutex<()>,
+}
+
+const HISTORY: usize = 50;
+
+fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+impl Swapper {
+    /// A swapper for the controller behind `handle`.
+    pub fn new(
+        runtime: Runtime,
+        cache: Option<CompileCache>,
+        handle: Handle,
+        config: SwapConfig,
+    ) -> Arc<Self> {
+        Arc::new(Swapper {
+            runtime,
+            cache,
+            handle,
+            config,
+            history: Mutex::new(Vec::new()),
+            previous: Mutex::new(None),
+            stats: SwapStats::default(),
+            lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn remember(&self, record: SwapRecord) {
+        let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        history.push(record);
+        if history.len() > HISTORY {
+            history.remove(0);
+        }
+    }
+
+    /// The active digest and the swap history, as `/guest` serves them.
+    pub fn info(&self) -> serde_json::Value {
+        let active = self.handle.guest.current();
+        let previous = self
+            .previous
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|g| g.digest().to_string());
+        serde_json::json!({
+            "active": {"digest": active.digest(), "size": active.size()},
+            "previous": previous,
+            "swaps": self.stats.swaps.load(Ordering::Relaxed),
+            "refusals": self.stats.refusals.load(Ordering::Relaxed),
+            "rollbacks": self.stats.rollbacks.load(Ordering::Relaxed),
+            "history": *self.history.lock().unwrap_or_else(|e| e.into_inner()),
+        })
+    }
+
+    /// Offers `bytes` from `source` as the new guest. Returns `Ok(false)` when it is already
+    /// active, `Ok(true)` when swapped, or why it was refused.
+    pub async fn offer(self: &Arc<Self>, bytes: Vec<u8>, source: &str) -> Result<bool, Refusal> {
+        let _serial = self.lock.lock().await;
+        let candidate_digest = digest(&bytes);
+        let active = self.handle.guest.current();
+        if candidate_digest == active.digest() {
+            return Ok(false);
+        }
+        let result = self.validate(bytes, &candidate_digest).await;
+        let guest = match result {
+            Ok(guest) => guest,
+            Err(refusal) => {
+                self.stats.refusals.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%source, digest = %candidate_digest, active = active.digest(), reason = %refusal, "guest candidate refused; the active guest keeps serving");
+                self.remember(SwapRecord {
+                    at: now(),
+                    source: source.to_string(),
+                    outcome: "refused",
+                    from: active.digest().to_string(),
+                    to: candidate_digest,
+                    reason: Some(refusal.to_string()),
+                });
+                return Err(refusal);
+            }
+        };
+        self.handle.health.reset(guest.digest());
+        let old = self.handle.guest.swap(guest.clone());
+        *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(old.clone());
+        self.stats.swaps.fetch_add(1, Ordering::Relaxed);
+        let requeued = self.handle.enqueue_all();
+        tracing::info!(%source, old = old.digest(), new = guest.digest(), requeued, "guest swapped");
+        self.remember(SwapRecord {
+            at: now(),
+            source: source.to_string(),
+            outcome: "swapped",
+            from: old.digest().to_string(),
+            to: guest.digest().to_string(),
+            reason: None,
+        });
+        tokio::spawn(self.clone().watch_for_rollback(guest, old));
+        Ok(true)
+    }
+
+    async fn validate(&self, bytes: Vec<u8>, _candidate: &str) -> Result<Guest, Refusal> {
+        validate_candidate(&self.runtime, self.cache.as_ref(), &self.config, bytes).await
+    }
+
+    /// Watches the new guest for the rollback window; if its fault share goes over the
+    /// threshold, the previous guest comes back.
+    async fn watch_for_rollback(self: Arc<Self>, new: Guest, old: Guest) {
+        let deadline = tokio::time::Instant::now() + self.config.rollback_window;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if self.handle.guest.current().digest() != new.digest() {
+                return; // swapped again meanwhile
+            }
+            let (calls, faults) = self.handle.health.get(new.digest());
+            if calls >= self.config.rollback_min_calls
+                && faults as f64 > self.config.rollback_fault_share * calls as f64
+            {
+                let _serial = self.lock.lock().await;
+                if self.handle.guest.current().digest() != new.digest() {
+                    return;
+                }
+                self.handle.guest.swap(old.clone());
+                self.handle.health.reset(old.digest());
+                self.stats.rollbacks.fetch_add(1, Ordering::Relaxed);
+                let reason = format!("{faults} of {calls} calls faulted after the swap");
+                tracing::error!(bad = new.digest(), restored = old.digest(), %reason, "guest rolled back");
+                self.remember(SwapRecord {
+                    at: now(),
+                    source: "rollback".into(),
+                    outcome: "rolled-back",
+                    from: new.digest().to_string(),
+                    to: old.digest().to_string(),
+                    reason: Some(reason),
+                });
+                self.handle.enqueue_all();
+                return;
+            }
+        }
+    }
+}

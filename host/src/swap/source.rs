@@ -1,0 +1,274 @@
+//! Where guests come from, and watching them for changes.
+//!
+//! A file is watched with `notify` on its directory (kubelet updates a mounted ConfigMap by
+//! swapping a `..data` symlink, which never writes the file itself), plus a periodic content
+//! hash check as a fallback for filesystems without change events. A ConfigMap is watched
+//! through the API, which swaps within seconds rather than after kubelet's sync period.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1 as core;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use notify::Watcher;
+use tokio_util::sync::CancellationToken;
+
+use super::Swapper;
+use crate::runtime::digest;
+
+/// A place a guest is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuestSource {
+    /// The default guest built into weir.
+    Embedded,
+    /// A component file.
+    File(PathBuf),
+    /// `binaryData[key]` (or `data[key]`) of a ConfigMap.
+    ConfigMap {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// Key.
+        key: String,
+    },
+}
+
+impl GuestSource {
+    /// Parses `--guest`: `configmap:NAMESPACE/NAME/KEY`, or a file path.
+    pub fn parse(value: &str) -> Result<GuestSource, String> {
+        match value.strip_prefix("configmap:") {
+            None => Ok(GuestSource::File(PathBuf::from(value))),
+            Some(rest) => {
+                let parts: Vec<&str> = rest.split('/').collect();
+                match parts.as_slice() {
+                    [ns, name, key] if !ns.is_empty() && !name.is_empty() && !key.is_empty() => {
+                        Ok(GuestSource::ConfigMap {
+                            namespace: ns.to_string(),
+                            name: name.to_string(),
+                            key: key.to_string(),
+                        })
+                    }
+                    _ => Err(format!(
+                        "--guest {value:?}: expected configmap:NAMESPACE/NAME/KEY"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// A short description for logs and the swap history.
+    pub fn describe(&self) -> String {
+        match self {
+            GuestSource::Embedded => "embedded".into(),
+            GuestSource::File(p) => p.display().to_string(),
+            GuestSource::ConfigMap {
+                namespace,
+                name,
+                key,
+            } => format!("configmap:{namespace}/{name}/{key}"),
+        }
+    }
+
+    /// Reads the component bytes now.
+    pub async fn read(&self, client: Option<&Client>) -> anyhow::Result<Vec<u8>> {
+        match self {
+            GuestSource::Embedded => Ok(crate::runtime::DEFAULT_GUEST.to_vec()),
+            GuestSource::File(path) => tokio::fs::read(path)
+                .await
+                .with_context(|| format!("cannot read guest {}", path.display())),
+            GuestSource::ConfigMap {
+                namespace,
+                name,
+                key,
+            } => {
+                let client = client.context("a ConfigMap guest needs a cluster connection")?;
+                let api: Api<core::ConfigMap> = Api::namespaced(client.clone(), namespace);
+                let cm = api
+                    .get(name)
+                    .await
+                    .with_context(|| format!("cannot get ConfigMap {namespace}/{name}"))?;
+                configmap_bytes(&cm, key)
+                    .with_context(|| format!("ConfigMap {namespace}/{name} has no key {key:?}"))
+            }
+        }
+    }
+}
+
+/// The component stored under `key`: `binaryData` first, then `data` (WAT text works there).
+pub fn configmap_bytes(cm: &core::ConfigMap, key: &str) -> Option<Vec<u8>> {
+    cm.binary_data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| b.0.clone())
+        .or_else(|| {
+            cm.data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(|s| s.clone().into_bytes())
+        })
+}
+
+/// Watches `path` and offers every new content to `swapper` until `shutdown`.
+pub fn watch_file(
+    path: PathBuf,
+    swapper: Arc<Swapper>,
+    poll: Duration,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let watcher = notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
+            let _ = tx.send(());
+        })
+        .and_then(|mut w| {
+            w.watch(&dir, notify::RecursiveMode::NonRecursive)
+                .map(|()| w)
+        });
+        let _watcher = match watcher {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot watch the guest's directory; polling only");
+                None
+            }
+        };
+        let source = path.display().to_string();
+        // The digest last offered, swapped or refused: a refused file is not retried until
+        // its content changes.
+        let mut last = swapper.handle.guest.current().digest().to_string();
+        let mut tick = tokio::time::interval(poll);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+                Some(()) = rx.recv() => {
+                    // Coalesce the burst of events one replacement makes.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    while rx.try_recv().is_ok() {}
+                }
+            }
+            let Ok(bytes) = tokio::fs::read(&path).await else {
+                continue;
+            };
+            let d = digest(&bytes);
+            if d == last {
+                continue;
+            }
+            last = d;
+            if let Err(refusal) = swapper.offer(bytes, &source).await {
+                tracing::debug!(%source, reason = refusal.reason(), "candidate from file refused");
+            }
+        }
+    })
+}
+
+/// Watches a ConfigMap key and offers every new content to `swapper` until `shutdown`.
+/// Refusals are also recorded as Warning Events on the ConfigMap.
+pub fn watch_configmap(
+    client: Client,
+    namespace: String,
+    name: String,
+    key: String,
+    swapper: Arc<Swapper>,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: Api<core::ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut stream = watcher(api, config)
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        let source = format!("configmap:{namespace}/{name}/{key}");
+        loop {
+            let next = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                next = stream.next() => next,
+            };
+            match next {
+                None => return,
+                Some(Err(e)) => {
+                    tracing::debug!(%source, error = %e, "ConfigMap watch failed; retrying")
+                }
+                Some(Ok(cm)) => {
+                    let Some(bytes) = configmap_bytes(&cm, &key) else {
+                        tracing::warn!(%source, "ConfigMap has no such key; keeping the active guest");
+                        continue;
+                    };
+                    if let Err(refusal) = swapper.offer(bytes, &source).await {
+                        record_refusal(&client, &cm, &refusal.to_string()).await;
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn record_refusal(client: &Client, cm: &core::ConfigMap, reason: &str) {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    let namespace = cm.metadata.namespace.clone().unwrap_or_default();
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let event = core::Event {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{name}.")),
+            namespace: Some(namespace.clone()),
+            ..Default::default()
+        },
+        involved_object: core::ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            name: Some(name),
+            namespace: Some(namespace.clone()),
+            uid: cm.metadata.uid.clone(),
+            ..Default::default()
+        },
+        reason: Some("GuestRefused".into()),
+        message: Some(reason.to_string()),
+        type_: Some("Warning".into()),
+        source: Some(core::EventSource {
+            component: Some("weir".into()),
+            host: None,
+        }),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        count: Some(1),
+        ..Default::default()
+    };
+    let api: Api<core::Event> = Api::namespaced(client.clone(), &namespace);
+    if let Err(e) = api.create(&Default::default(), &event).await {
+        tracing::debug!(error = %e, "could not record the refusal event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sources() {
+        assert_eq!(
+            GuestSource::parse("a/b.wasm").unwrap(),
+            GuestSource::File("a/b.wasm".into())
+        );
+        assert_eq!(
+            GuestSource::parse("configmap:ns/cm/guest.wasm").unwrap(),
+            GuestSource::ConfigMap {
+                namespace: "ns".into(),
+                name: "cm".into(),
+                key: "guest.wasm".into()
+            }
+        );
+        assert!(GuestSource::parse("configmap:ns/cm").is_err());
+        assert!(GuestSource::parse("configmap://x").is_err());
+    }
+}

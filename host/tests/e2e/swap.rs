@@ -1,0 +1,370 @@
+//! Hot swap against the embedded API server: live policy change without losing keys,
+//! refusals that keep the active guest, automatic rollback, shadow evaluation, `/guest`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1 as core;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use weir::controller::Config;
+use weir::runtime::{DEFAULT_GUEST, Limits, Runtime, digest};
+use weir::swap::source::{watch_configmap, watch_file};
+use weir::swap::{SwapConfig, Swapper};
+
+use super::cluster::*;
+use super::support::test_guest_bytes;
+
+fn services(n: usize, labels: serde_json::Value) -> Vec<serde_json::Value> {
+    let mut objects = vec![namespace("app")];
+    for i in 0..n {
+        let mut svc = service(
+            "app",
+            &format!("s{i}"),
+            json!({"app": format!("a{i}")}),
+            json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+        );
+        if let Some(map) = labels.as_object() {
+            for (k, v) in map {
+                svc["metadata"]["labels"][k] = v.clone();
+            }
+        }
+        objects.push(svc);
+        objects.push(pod(
+            "app",
+            &format!("p{i}"),
+            json!({"app": format!("a{i}")}),
+            &format!("10.3.{}.{}", i / 200, i % 200 + 1),
+            true,
+        ));
+    }
+    objects
+}
+
+fn ip(i: usize) -> String {
+    format!("10.3.{}.{}", i / 200, i % 200 + 1)
+}
+
+/// Writes `bytes` to `path` atomically, as `kubectl cp` or a ConfigMap update would.
+fn replace_file(path: &std::path::Path, bytes: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn swapper(run: &Running, config: SwapConfig) -> Arc<Swapper> {
+    Swapper::new(
+        Runtime::new(Limits::default()).unwrap(),
+        None,
+        run.handle.clone(),
+        config,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swap_while_200_services_sync_changes_endpoints_and_loses_nothing() {
+    let c = Cluster::start(services(200, json!({}))).await;
+    // Slow the API down a little so the swap lands while syncs are in flight.
+    c.server.faults().set_latency(Duration::from_millis(3));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("guest.wasm");
+    std::fs::write(&file, DEFAULT_GUEST).unwrap();
+    let run = c.run_default();
+    let swapper = swapper(&run, SwapConfig::default());
+    let stop = CancellationToken::new();
+    let _watch = watch_file(
+        file.clone(),
+        swapper.clone(),
+        Duration::from_millis(200),
+        stop.clone(),
+    );
+    let h = run.handle.clone();
+    wait_for("some syncs", || {
+        let h = h.clone();
+        async move { h.stats.syncs.load(Relaxed) >= 20 }
+    })
+    .await;
+    assert!(
+        h.stats.syncs.load(Relaxed) < 200,
+        "the swap must land while syncing is under way"
+    );
+    let new = test_guest_bytes("all-not-ready");
+    replace_file(&file, &new);
+    for i in 0..200 {
+        c.wait_ips("app", &format!("s{i}"), &[], &[&ip(i)]).await;
+    }
+    assert_eq!(
+        run.handle.guest.current().digest(),
+        digest(&new),
+        "the new guest is active"
+    );
+    assert_eq!(swapper.stats.swaps.load(Relaxed), 1);
+    assert_eq!(run.handle.stats.dropped.load(Relaxed), 0, "no key dropped");
+    stop.cancel();
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_candidates_are_refused_and_the_active_guest_keeps_serving() {
+    let c = Cluster::start(services(3, json!({}))).await;
+    let run = c.run_default();
+    let swapper = swapper(&run, SwapConfig::default());
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    let active = run.handle.guest.current().digest().to_string();
+    let good = test_guest_bytes("all-not-ready");
+    let candidates: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "truncated component",
+            good[..good.len() / 2].to_vec(),
+            "compile",
+        ),
+        (
+            "core module, not a component",
+            b"\0asm\x01\0\0\0".to_vec(),
+            "compile",
+        ),
+        (
+            "component of another world",
+            test_guest_bytes("wrong-world"),
+            "world",
+        ),
+    ];
+    for (what, bytes, reason) in candidates {
+        let refusal = swapper.offer(bytes, what).await.expect_err(what);
+        assert_eq!(refusal.reason(), reason, "{what}: {refusal}");
+        assert_eq!(
+            run.handle.guest.current().digest(),
+            active,
+            "{what}: the active guest stays"
+        );
+    }
+    assert_eq!(swapper.stats.refusals.load(Relaxed), 3);
+    // Still serving: a pod change is reflected by the original guest.
+    c.apply(pod("app", "p1", json!({"app": "a1"}), &ip(1), false))
+        .await;
+    c.wait_ips("app", "s1", &[], &[&ip(1)]).await;
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    let info = swapper.info();
+    assert_eq!(info["history"].as_array().unwrap().len(), 3);
+    assert!(
+        info["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["outcome"] == "refused")
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_that_starts_trapping_is_rolled_back() {
+    let c = Cluster::start(services(10, json!({"weir.test/trap": "true"}))).await;
+    let run = c.run_default();
+    for i in 0..10 {
+        c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
+    }
+    run.idle().await;
+    let before = run.handle.guest.current().digest().to_string();
+    let config = SwapConfig {
+        rollback_min_calls: 5,
+        rollback_fault_share: 0.5,
+        ..SwapConfig::default()
+    };
+    let swapper = swapper(&run, config);
+    assert!(
+        swapper
+            .offer(test_guest_bytes("trap-on-label"), "test")
+            .await
+            .unwrap()
+    );
+    let s = swapper.clone();
+    wait_for("rollback", || {
+        let s = s.clone();
+        async move { s.stats.rollbacks.load(Relaxed) == 1 }
+    })
+    .await;
+    assert_eq!(
+        run.handle.guest.current().digest(),
+        before,
+        "the previous guest is back"
+    );
+    // Back to serving: changes converge again.
+    c.apply(pod("app", "p3", json!({"app": "a3"}), &ip(3), false))
+        .await;
+    c.wait_ips("app", "s3", &[], &[&ip(3)]).await;
+    let history = swapper.info()["history"].clone();
+    assert_eq!(history[1]["outcome"], "rolled-back", "{history}");
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_trapping_service_does_not_stop_the_others() {
+    let mut objects = services(5, json!({}));
+    let mut trapping = service(
+        "app",
+        "bad",
+        json!({"app": "bad"}),
+        json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+    );
+    trapping["metadata"]["labels"]["weir.test/trap"] = json!("true");
+    objects.push(trapping);
+    objects.push(pod(
+        "app",
+        "bad-pod",
+        json!({"app": "bad"}),
+        "10.4.0.1",
+        true,
+    ));
+    let c = Cluster::start(objects).await;
+    let guest = Runtime::new(Limits::default())
+        .unwrap()
+        .load(&test_guest_bytes("trap-on-label"))
+        .unwrap();
+    let run = c.run(guest, Config::default());
+    for i in 0..5 {
+        c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
+    }
+    c.apply(pod("app", "p2", json!({"app": "a2"}), &ip(2), false))
+        .await;
+    c.wait_ips("app", "s2", &[], &[&ip(2)]).await;
+    assert!(
+        c.endpoints("app", "bad").is_none(),
+        "the trapping Service gets no write"
+    );
+    assert!(run.handle.stats.guest_faults.load(Relaxed) >= 1);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_guest_reports_differences_and_writes_nothing() {
+    let c = Cluster::start(services(4, json!({}))).await;
+    let shadow = Runtime::new(Limits::default())
+        .unwrap()
+        .load(&test_guest_bytes("all-not-ready"))
+        .unwrap();
+    let run = c.run(
+        default_guest(),
+        Config {
+            shadow: Some(shadow),
+            ..Config::default()
+        },
+    );
+    for i in 0..4 {
+        // The active (default) guest's decisions are what gets written.
+        c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
+    }
+    run.idle().await;
+    let shadow = &run.handle.syncer.shadow_stats;
+    assert!(shadow.compared.load(Relaxed) >= 4);
+    assert!(
+        shadow.differed.load(Relaxed) >= 4,
+        "every create differs: the shadow marks all not ready"
+    );
+    assert_eq!(shadow.failed.load(Relaxed), 0);
+    assert_eq!(
+        c.endpoints_writes(),
+        4,
+        "only the active guest's four creates were written"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configmap_source_swaps_and_records_refusals_as_events() {
+    let c = Cluster::start(services(2, json!({}))).await;
+    let cms: Api<core::ConfigMap> = Api::namespaced(c.client.clone(), "app");
+    let mut cm: core::ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "policy", "namespace": "app"}}))
+            .unwrap();
+    cm.binary_data = Some([("guest.wasm".to_string(), ByteString(DEFAULT_GUEST.to_vec()))].into());
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    let run = c.run_default();
+    let swapper = swapper(&run, SwapConfig::default());
+    let stop = CancellationToken::new();
+    let _watch = watch_configmap(
+        c.client.clone(),
+        "app".into(),
+        "policy".into(),
+        "guest.wasm".into(),
+        swapper.clone(),
+        stop.clone(),
+    );
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+
+    // A broken component is refused, with an Event on the ConfigMap.
+    let mut broken = cms.get("policy").await.unwrap();
+    broken.binary_data =
+        Some([("guest.wasm".to_string(), ByteString(b"not wasm".to_vec()))].into());
+    cms.replace("policy", &PostParams::default(), &broken)
+        .await
+        .unwrap();
+    let events: Api<core::Event> = Api::namespaced(c.client.clone(), "app");
+    let ev = events.clone();
+    wait_for("GuestRefused event", || {
+        let ev = ev.clone();
+        async move {
+            ev.list(&Default::default()).await.is_ok_and(|l| {
+                l.items
+                    .iter()
+                    .any(|e| e.reason.as_deref() == Some("GuestRefused"))
+            })
+        }
+    })
+    .await;
+
+    // A good one swaps within seconds.
+    let mut good = cms.get("policy").await.unwrap();
+    good.binary_data = Some(
+        [(
+            "guest.wasm".to_string(),
+            ByteString(test_guest_bytes("all-not-ready")),
+        )]
+        .into(),
+    );
+    cms.replace("policy", &PostParams::default(), &good)
+        .await
+        .unwrap();
+    c.wait_ips("app", "s0", &[], &[&ip(0)]).await;
+    c.wait_ips("app", "s1", &[], &[&ip(1)]).await;
+    stop.cancel();
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_guest_endpoint_serves_digest_and_history() {
+    let c = Cluster::start(services(1, json!({}))).await;
+    let run = c.run_default();
+    let swapper = swapper(&run, SwapConfig::default());
+    let _ = swapper.offer(b"garbage".to_vec(), "test").await;
+    let (addr, task) = weir::admin::Admin::new(run.handle.clone(), Some(swapper))
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let body = http_get(addr, "/guest").await;
+    let json: serde_json::Value =
+        serde_json::from_str(body.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(json["active"]["digest"], digest(DEFAULT_GUEST));
+    assert_eq!(json["history"][0]["outcome"], "refused");
+    let metrics = http_get(addr, "/metrics").await;
+    assert!(
+        metrics.contains("weir_guest_swap_refusals_total 1"),
+        "{metrics}"
+    );
+    task.abort();
+    run.stop().await;
+}
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.unwrap();
+    out
+}
