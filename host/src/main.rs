@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the Endpoints controller against a cluster.
-    Run(commands::run::Args),
+    Run(Box<commands::run::Args>),
     /// Run the controller on the embedded API server with demo data (no cluster needed).
     Demo(commands::demo::Args),
     /// Serve the embedded in-memory Kubernetes API server.
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
-        Command::Run(args) => commands::run::run(args),
+        Command::Run(args) => commands::run::run(*args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Apiserver(args) => commands::apiserver::run(args),
         Command::Reconcile(args) => commands::reconcile::run(args),

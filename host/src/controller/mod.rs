@@ -427,10 +427,10 @@ fn pods_handler(h: Handle, batch: Duration) -> impl FnMut(Change<core::Pod>) {
             Change::RelistDone => {
                 let seen = seen.take().unwrap_or_default();
                 for (ns, name) in h.cache.pod_keys() {
-                    if !seen.contains(&(ns.clone(), name.clone())) {
-                        if let Some(old) = h.cache.delete_pod(&ns, &name) {
-                            enqueue(&ns, Some(&old), None);
-                        }
+                    if !seen.contains(&(ns.clone(), name.clone()))
+                        && let Some(old) = h.cache.delete_pod(&ns, &name)
+                    {
+                        enqueue(&ns, Some(&old), None);
                     }
                 }
             }

@@ -45,7 +45,7 @@ impl Running {
             let h = handle.clone();
             async move {
                 h.is_synced()
-                    && h.queue.len() == 0
+                    && h.queue.is_empty()
                     && h.queue.stats().processing == 0
                     && h.queue.stats().delayed == 0
             }
