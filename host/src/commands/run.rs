@@ -92,6 +92,11 @@ pub struct Args {
     #[arg(long, env = "WEIR_SHADOW_GUEST", value_name = "PATH")]
     pub shadow_guest: Option<PathBuf>,
 
+    /// Policy configuration for the shadow guest (JSON or YAML file). Default: the same as
+    /// --policy-config.
+    #[arg(long, env = "WEIR_SHADOW_POLICY_CONFIG", value_name = "FILE", requires = "shadow_guest")]
+    pub shadow_policy_config: Option<PathBuf>,
+
     /// Address of the admin HTTP endpoint: /healthz, /readyz, /metrics, /guest.
     /// Use 0.0.0.0:9090 in a Pod so probes and Prometheus reach it.
     #[arg(long, env = "WEIR_ADMIN_ADDR", default_value = "127.0.0.1:9090")]
@@ -105,15 +110,8 @@ pub struct Args {
 impl Args {
     /// The controller configuration these flags describe.
     pub fn config(&self) -> anyhow::Result<Config> {
-        let policy_config = match &self.policy_config {
-            None => String::new(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read --policy-config {}", path.display()))?;
-                weir::cases::normalize_config(&text)
-                    .map_err(|e| anyhow::anyhow!("--policy-config {}: {e}", path.display()))?
-            }
-        };
+        let policy_config = self.policy_config.as_deref().map(read_policy_config).transpose()?.unwrap_or_default();
+        let shadow_config = self.shadow_policy_config.as_deref().map(read_policy_config).transpose()?;
         let service_selector = self
             .service_selector
             .as_deref()
@@ -127,9 +125,16 @@ impl Args {
             dry_run: self.dry_run,
             policy_config,
             shutdown_grace: self.shutdown_grace,
+            shadow_config,
             ..Config::default()
         })
     }
+}
+
+/// Reads a policy configuration file (JSON or YAML) into the JSON text guests receive.
+fn read_policy_config(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    weir::cases::normalize_config(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// A client for `kubeconfig`, or the one kube-rs infers.

@@ -50,6 +50,8 @@ pub struct Config {
     pub rate_limiter: RateLimiterConfig,
     /// A second guest to evaluate on every sync without writing (`--shadow-guest`).
     pub shadow: Option<crate::runtime::Guest>,
+    /// The shadow guest's policy configuration (JSON text); `None` shares `policy_config`.
+    pub shadow_config: Option<String>,
 }
 
 impl Default for Config {
@@ -64,6 +66,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(10),
             rate_limiter: RateLimiterConfig::default(),
             shadow: None,
+            shadow_config: None,
         }
     }
 }
@@ -156,6 +159,7 @@ impl Controller {
             stale: StaleTracker::default(),
             health: health.clone(),
             shadow: config.shadow.clone(),
+            shadow_config: config.shadow_config.clone(),
             shadow_stats: Default::default(),
         });
         let handle = Handle {

@@ -111,6 +111,8 @@ pub struct Syncer {
     pub health: Arc<CallHealth>,
     /// A second guest run on every sync for comparison only (`--shadow-guest`).
     pub shadow: Option<Guest>,
+    /// The shadow guest's own policy configuration; `None` gives it the active one's.
+    pub shadow_config: Option<String>,
     /// What the shadow guest did.
     pub shadow_stats: ShadowStats,
 }
@@ -189,9 +191,15 @@ impl Syncer {
         let digest = guest.digest().to_string();
         let max_addresses = guest.limits().max_addresses;
         let shadow = self.shadow.clone();
+        let shadow_config = self.shadow_config.clone();
         let (decision, shadow_decision) = tokio::task::spawn_blocking(move || {
             let decision = guest.call(&request);
-            (decision, shadow.map(|g| g.call(&request)))
+            let shadow = shadow.map(|g| match shadow_config {
+                // The shadow may be a different policy, with a configuration of its own.
+                Some(config) => g.call(&wit::Request { config, ..request }),
+                None => g.call(&request),
+            });
+            (decision, shadow)
         })
         .await
         .map_err(|e| SyncError::Aborted(e.to_string()))?;
