@@ -94,7 +94,12 @@ pub struct Args {
 
     /// Policy configuration for the shadow guest (JSON or YAML file). Default: the same as
     /// --policy-config.
-    #[arg(long, env = "WEIR_SHADOW_POLICY_CONFIG", value_name = "FILE", requires = "shadow_guest")]
+    #[arg(
+        long,
+        env = "WEIR_SHADOW_POLICY_CONFIG",
+        value_name = "FILE",
+        requires = "shadow_guest"
+    )]
     pub shadow_policy_config: Option<PathBuf>,
 
     /// Address of the admin HTTP endpoint: /healthz, /readyz, /metrics, /guest.
@@ -110,8 +115,17 @@ pub struct Args {
 impl Args {
     /// The controller configuration these flags describe.
     pub fn config(&self) -> anyhow::Result<Config> {
-        let policy_config = self.policy_config.as_deref().map(read_policy_config).transpose()?.unwrap_or_default();
-        let shadow_config = self.shadow_policy_config.as_deref().map(read_policy_config).transpose()?;
+        let policy_config = self
+            .policy_config
+            .as_deref()
+            .map(read_policy_config)
+            .transpose()?
+            .unwrap_or_default();
+        let shadow_config = self
+            .shadow_policy_config
+            .as_deref()
+            .map(read_policy_config)
+            .transpose()?;
         let service_selector = self
             .service_selector
             .as_deref()
@@ -133,7 +147,8 @@ impl Args {
 
 /// Reads a policy configuration file (JSON or YAML) into the JSON text guests receive.
 fn read_policy_config(path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     weir::cases::normalize_config(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 

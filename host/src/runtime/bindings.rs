@@ -7,5 +7,5 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq, Eq, Hash],
 });
 
-pub use weir::endpoints::log::Level;
-pub use weir::endpoints::types::*;
+pub use self::weir::endpoints::log::Level;
+pub use self::weir::endpoints::types::*;
