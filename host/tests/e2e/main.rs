@@ -385,3 +385,87 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
     }
     run.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_updates_record_one_rate_limited_event() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service("app", "web", json!({"app": "web"}), http_port()),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+    ])
+    .await;
+    let run = c.run_default();
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    run.idle().await;
+    // A hand edit needs repair, and from now on every update conflicts: the key keeps failing.
+    let api: Api<core::Endpoints> = Api::namespaced(c.client.clone(), "app");
+    let edit = json!({"metadata": {"labels": {"edited": "by-hand"}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    c.server.faults().conflict_next_updates(1_000);
+    let h = run.handle.clone();
+    wait_for("several failed syncs", || {
+        let h = h.clone();
+        async move { h.stats.errors.load(std::sync::atomic::Ordering::Relaxed) >= 3 }
+    })
+    .await;
+    let events: Api<core::Event> = Api::namespaced(c.client.clone(), "app");
+    let failed: Vec<_> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedToUpdateEndpoint"))
+        .collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "one event per Service per minute, however often it fails"
+    );
+    assert_eq!(failed[0].involved_object.kind.as_deref(), Some("Service"));
+    assert_eq!(failed[0].involved_object.name.as_deref(), Some("web"));
+    c.server.faults().conflict_next_updates(0);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_period_coalesces_pod_changes_into_one_write() {
+    let c = Cluster::start(vec![
+        namespace("app"),
+        service("app", "web", json!({"app": "web"}), http_port()),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+        pod("app", "b", json!({"app": "web"}), "10.1.0.2", true),
+        pod("app", "d", json!({"app": "web"}), "10.1.0.3", true),
+    ])
+    .await;
+    let config = Config {
+        batch_period: Duration::from_secs(3),
+        ..Config::default()
+    };
+    let run = c.run(default_guest(), config);
+    c.wait_ips("app", "web", &["10.1.0.1", "10.1.0.2", "10.1.0.3"], &[])
+        .await;
+    run.idle().await;
+    let before = c.endpoints_writes();
+    // Three changes well inside one batch period give one sync and one write.
+    for name in ["a", "b", "d"] {
+        let ip = match name {
+            "a" => "10.1.0.1",
+            "b" => "10.1.0.2",
+            _ => "10.1.0.3",
+        };
+        c.apply(pod("app", name, json!({"app": "web"}), ip, false))
+            .await;
+    }
+    c.wait_ips("app", "web", &[], &["10.1.0.1", "10.1.0.2", "10.1.0.3"])
+        .await;
+    run.idle().await;
+    assert_eq!(
+        c.endpoints_writes() - before,
+        1,
+        "three pod changes in one batch period, one write"
+    );
+    run.stop().await;
+}

@@ -368,3 +368,35 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     stream.read_to_string(&mut out).await.unwrap();
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pinned_digest_and_golden_cases_gate_every_candidate() {
+    let c = Cluster::start(services(1, json!({}))).await;
+    let run = c.run_default();
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    let candidate = test_guest_bytes("all-not-ready");
+
+    let pinned = swapper(
+        &run,
+        SwapConfig {
+            pin_sha256: Some(digest(DEFAULT_GUEST)),
+            ..SwapConfig::default()
+        },
+    );
+    let refusal = pinned.offer(candidate.clone(), "test").await.unwrap_err();
+    assert_eq!(refusal.reason(), "digest", "{refusal}");
+
+    // The upstream golden cases fail under a policy that marks everything not ready.
+    let cases = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/readiness");
+    let checked = swapper(
+        &run,
+        SwapConfig {
+            check_cases: Some(cases),
+            ..SwapConfig::default()
+        },
+    );
+    let refusal = checked.offer(candidate, "test").await.unwrap_err();
+    assert_eq!(refusal.reason(), "cases", "{refusal}");
+    assert_eq!(run.handle.guest.current().digest(), digest(DEFAULT_GUEST));
+    run.stop().await;
+}
