@@ -388,22 +388,18 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_updates_record_one_rate_limited_event() {
+    // Stale Endpoints that need an update, and an API server that conflicts every update.
+    let stale = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web", "namespace": "app"},
+        "subsets": [{"addresses": [{"ip": "10.6.6.6"}], "ports": [{"port": 80}]}]});
     let c = Cluster::start(vec![
         namespace("app"),
         service("app", "web", json!({"app": "web"}), http_port()),
         pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+        stale,
     ])
     .await;
-    let run = c.run_default();
-    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
-    run.idle().await;
-    // A hand edit needs repair, and from now on every update conflicts: the key keeps failing.
-    let api: Api<core::Endpoints> = Api::namespaced(c.client.clone(), "app");
-    let edit = json!({"metadata": {"labels": {"edited": "by-hand"}}});
-    api.patch("web", &PatchParams::default(), &Patch::Merge(&edit))
-        .await
-        .unwrap();
     c.server.faults().conflict_next_updates(1_000);
+    let run = c.run_default();
     let h = run.handle.clone();
     wait_for("several failed syncs", || {
         let h = h.clone();
