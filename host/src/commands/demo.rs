@@ -49,20 +49,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("weir: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(demo(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("weir: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    super::block_on(demo(args))
 }
 
 async fn demo(args: Args) -> anyhow::Result<()> {

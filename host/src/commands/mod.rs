@@ -15,6 +15,27 @@ use std::time::Duration;
 use anyhow::Context;
 use weir::runtime::{Guest, Limits, Runtime};
 
+/// Runs an async command on a fresh tokio runtime: exit 0 on success; on error one line on
+/// stderr and exit 2.
+pub fn block_on(
+    command: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("weir: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(command) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 /// Which guest to run, and its limits.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GuestArgs {

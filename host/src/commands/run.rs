@@ -195,20 +195,7 @@ pub fn cancel_on_signal(token: CancellationToken) {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("weir: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run_async(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("weir: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    super::block_on(run_async(args))
 }
 
 async fn run_async(args: Args) -> anyhow::Result<()> {

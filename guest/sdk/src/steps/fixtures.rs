@@ -1,31 +1,9 @@
 //! Small builders for the unit tests of the steps.
 
+// The shared builders live in the public `testing` module; these add what only the steps'
+// own tests need.
+pub use crate::testing::{kv, pod, service};
 use crate::types::*;
-
-pub fn kv(key: &str, value: &str) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: value.into(),
-    }
-}
-
-pub fn service() -> Service {
-    Service {
-        namespace: "ns".into(),
-        name: "svc".into(),
-        uid: "svc-uid".into(),
-        labels: vec![],
-        annotations: vec![],
-        creation_timestamp: None,
-        selector: Some(vec![kv("app", "web")]),
-        service_type: "ClusterIP".into(),
-        cluster_ip: "10.96.0.1".into(),
-        cluster_ips: vec!["10.96.0.1".into()],
-        ip_families: vec!["IPv4".into()],
-        ports: vec![service_port("http", 80, TargetPort::Number(8080), "TCP")],
-        publish_not_ready_addresses: false,
-    }
-}
 
 pub fn service_port(name: &str, port: i32, target: TargetPort, protocol: &str) -> ServicePort {
     ServicePort {
@@ -42,29 +20,6 @@ pub fn container_port(name: &str, port: i32, protocol: &str) -> ContainerPort {
         name: name.into(),
         port,
         protocol: protocol.into(),
-    }
-}
-
-pub fn pod(name: &str, ip: &str, ready: bool) -> Pod {
-    Pod {
-        namespace: "ns".into(),
-        name: name.into(),
-        uid: format!("{name}-uid"),
-        labels: vec![kv("app", "web")],
-        annotations: vec![],
-        node_name: "node-1".into(),
-        hostname: String::new(),
-        subdomain: String::new(),
-        pod_ip: Some(ip.into()),
-        pod_ips: vec![ip.into()],
-        phase: "Running".into(),
-        conditions: vec![PodCondition {
-            condition_type: "Ready".into(),
-            status: if ready { "True" } else { "False" }.into(),
-            last_transition_time: None,
-        }],
-        terminating: false,
-        container_ports: vec![],
     }
 }
 
