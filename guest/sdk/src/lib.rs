@@ -66,7 +66,7 @@ pub mod testing;
 pub mod well_known;
 
 pub use config::{ConfigError, parse_config};
-pub use policy::{Context, DefaultPolicy, Entry, PodAddress, Policy, reconcile};
+pub use policy::{Capped, Context, DefaultPolicy, Entry, PodAddress, Policy, reconcile};
 
 /// Bindings generated from `wit/endpoints.wit`. Policy code uses them through [`types`].
 #[allow(missing_docs, clippy::all, unsafe_code)]

@@ -22,6 +22,10 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
     let files = match discover(&args.paths) {
+        Ok(files) if files.is_empty() => {
+            eprintln!("weir: no case files (*.yaml, *.yml, *.json) under the given paths");
+            return ExitCode::from(2);
+        }
         Ok(files) => files,
         Err(e) => {
             eprintln!("weir: {e}");

@@ -195,7 +195,7 @@ impl Runtime {
         self.limits
     }
 
-    /// Compiles `bytes` (a component in binary or text form).
+    /// Compiles `bytes`, a component in binary form.
     pub fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
         Component::new(&self.engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))
     }
