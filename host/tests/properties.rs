@@ -1,6 +1,7 @@
-//! Property: for any Service, pods and stored Endpoints, the default guest returns a decision
-//! (never a trap or error) and that decision passes the host's validation. Runs through
-//! wasmtime exactly as the controller does.
+//! Property: for any Service and pods the API server accepts (ports in 1-65535; anything in
+//! IPs, phases, readiness, families) and any stored Endpoints, the default guest returns a
+//! decision (never a trap or error) and that decision passes the host's validation. Runs
+//! through wasmtime exactly as the controller does.
 
 use std::sync::OnceLock;
 
@@ -34,7 +35,7 @@ const IPS: &[&str] = &[
 
 fn service() -> impl Strategy<Value = Value> {
     (
-        prop::collection::vec((0..3usize, prop::bool::ANY, 0..3usize, 0..70000i32), 0..4),
+        prop::collection::vec((0..3usize, prop::bool::ANY, 0..3usize, 1..=65535i32), 0..4),
         prop::bool::ANY,
         0..4usize,
         0..3usize,
@@ -76,7 +77,7 @@ fn service() -> impl Strategy<Value = Value> {
 }
 
 fn pod() -> impl Strategy<Value = Value> {
-    (prop::collection::vec(0..IPS.len(), 0..3), 0..4usize, prop::bool::ANY, 0..4usize, 0..65536i32, prop::bool::ANY).prop_map(
+    (prop::collection::vec(0..IPS.len(), 0..3), 0..4usize, prop::bool::ANY, 0..4usize, 1..=65535i32, prop::bool::ANY).prop_map(
         |(ips, ready, terminating, phase, port, labelled)| {
             let ips: Vec<&str> = ips.iter().map(|i| IPS[*i]).collect();
             let phase = ["Running", "Pending", "Failed", "Succeeded"][phase];

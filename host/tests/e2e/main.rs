@@ -465,3 +465,31 @@ async fn batch_period_coalesces_pod_changes_into_one_write() {
     );
     run.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_selector_limits_what_weir_manages() {
+    let mut managed = service("app", "mine", json!({"app": "web"}), http_port());
+    managed["metadata"]["labels"]["owner"] = json!("weir");
+    let foreign_endpoints = json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "theirs", "namespace": "app"},
+        "subsets": [{"addresses": [{"ip": "10.7.7.7"}], "ports": [{"port": 80}]}]});
+    let c = Cluster::start(vec![
+        namespace("app"),
+        managed,
+        service("app", "theirs", json!({"app": "web"}), http_port()),
+        foreign_endpoints,
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+    ])
+    .await;
+    let config = Config {
+        service_selector: Some("owner=weir".parse().unwrap()),
+        ..Config::default()
+    };
+    let run = c.run(default_guest(), config);
+    c.wait_ips("app", "mine", &["10.1.0.1"], &[]).await;
+    run.idle().await;
+    // The unselected Service's Endpoints belong to someone else: untouched, not deleted.
+    let theirs = c.endpoints("app", "theirs").expect("not deleted");
+    assert_eq!(ips(&theirs), (vec!["10.7.7.7".to_string()], vec![]));
+    run.stop().await;
+}
