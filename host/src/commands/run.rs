@@ -44,10 +44,10 @@ pub struct Args {
     #[arg(long, env = "WEIR_NAMESPACE", value_name = "NS")]
     pub namespace: Option<String>,
 
-    /// Manage only the Services whose labels match this selector (`a=b,c in (x,y),!d`).
-    /// Caveat: the other Services' Endpoints are left alone, so whoever manages them must
-    /// use the complementary selector; at start weir still deletes Endpoints whose Service
-    /// does not exist at all, as the upstream controller does.
+    /// Manage only the Services whose labels match this selector (`a=b,c in (x,y),!d`); the
+    /// others' Endpoints are never touched. Caveat: kube-controller-manager has no such
+    /// selector, so it must not manage these Services too (see docs/operations.md); and at
+    /// start weir still deletes Endpoints whose Service does not exist at all, as upstream does.
     #[arg(long, env = "WEIR_SERVICE_SELECTOR", value_name = "SELECTOR")]
     pub service_selector: Option<String>,
 
