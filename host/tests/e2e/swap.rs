@@ -68,7 +68,7 @@ fn swapper(run: &Running, config: SwapConfig) -> Arc<Swapper> {
 async fn swap_while_200_services_sync_changes_endpoints_and_loses_nothing() {
     let c = Cluster::start(services(200, json!({}))).await;
     // Slow the API down a little so the swap lands while syncs are in flight.
-    c.server.faults().set_latency(Duration::from_millis(3));
+    c.server.faults().set_latency(Duration::from_millis(40));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("guest.wasm");
     std::fs::write(&file, DEFAULT_GUEST).unwrap();
