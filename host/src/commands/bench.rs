@@ -83,12 +83,9 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let guest = match args.guest.load() {
+    let guest = match args.guest.load_or_report() {
         Ok(guest) => guest,
-        Err(e) => {
-            eprintln!("weir: {e:#}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let source = args.guest.guest.as_ref().map_or_else(
         || "embedded default guest".to_string(),

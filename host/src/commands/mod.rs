@@ -65,6 +65,15 @@ impl GuestArgs {
         }
     }
 
+    /// Loads the chosen guest; on failure prints one line and gives exit code 2, as every
+    /// command that takes `--guest` reports an unusable guest.
+    pub fn load_or_report(&self) -> Result<Guest, std::process::ExitCode> {
+        self.load().map_err(|e| {
+            eprintln!("weir: {e:#}");
+            std::process::ExitCode::from(2)
+        })
+    }
+
     /// Loads the chosen guest.
     pub fn load(&self) -> anyhow::Result<Guest> {
         let runtime = Runtime::new(self.limits())?;

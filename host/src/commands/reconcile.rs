@@ -27,12 +27,9 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let guest = match args.guest.load() {
+    let guest = match args.guest.load_or_report() {
         Ok(guest) => guest,
-        Err(e) => {
-            eprintln!("weir: {e:#}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match case.run(&guest) {
         Ok(action) => {

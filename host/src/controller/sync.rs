@@ -291,7 +291,7 @@ impl Syncer {
                 self.stale.forget(key);
                 Ok(Outcome::Written("delete"))
             }
-            Action::Create(ep) => match self.writer.create(key, namespace, &ep).await {
+            Action::Create(ep) => match self.writer.store(key, namespace, &ep, true).await {
                 Ok(_) => Ok(Outcome::Written("create")),
                 Err(e) if is_namespace_terminating(&e) => {
                     tracing::debug!(%key, "namespace is terminating; not creating endpoints");
@@ -307,7 +307,7 @@ impl Syncer {
             },
             Action::Update(ep) => {
                 let sent = ep.metadata.resource_version.clone().unwrap_or_default();
-                match self.writer.update(key, namespace, &ep).await {
+                match self.writer.store(key, namespace, &ep, false).await {
                     Ok(Written::Stored(stored)) => {
                         if stored
                             .metadata

@@ -35,47 +35,27 @@ fn print(key: &str, action: &str, endpoints: Option<&core::Endpoints>) {
 }
 
 impl Writer {
-    /// Creates `ep` in `namespace`.
-    pub async fn create(
+    /// Creates `ep` in `namespace`, or replaces the stored object (then `ep` carries the
+    /// stored resourceVersion as precondition).
+    pub async fn store(
         &self,
         key: &str,
         namespace: &str,
         ep: &core::Endpoints,
+        create: bool,
     ) -> Result<Written, kube::Error> {
-        match self {
-            Writer::DryRun => {
-                print(key, "create", Some(ep));
-                Ok(Written::Skipped)
-            }
-            Writer::Api(client) => {
-                let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
-                api.create(&PostParams::default(), ep)
-                    .await
-                    .map(|e| Written::Stored(Box::new(e)))
-            }
-        }
-    }
-
-    /// Replaces the stored object; `ep` carries the stored resourceVersion as precondition.
-    pub async fn update(
-        &self,
-        key: &str,
-        namespace: &str,
-        ep: &core::Endpoints,
-    ) -> Result<Written, kube::Error> {
-        match self {
-            Writer::DryRun => {
-                print(key, "update", Some(ep));
-                Ok(Written::Skipped)
-            }
-            Writer::Api(client) => {
-                let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
-                let name = ep.metadata.name.clone().unwrap_or_default();
-                api.replace(&name, &PostParams::default(), ep)
-                    .await
-                    .map(|e| Written::Stored(Box::new(e)))
-            }
-        }
+        let Writer::Api(client) = self else {
+            print(key, if create { "create" } else { "update" }, Some(ep));
+            return Ok(Written::Skipped);
+        };
+        let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+        let stored = if create {
+            api.create(&PostParams::default(), ep).await?
+        } else {
+            let name = ep.metadata.name.clone().unwrap_or_default();
+            api.replace(&name, &PostParams::default(), ep).await?
+        };
+        Ok(Written::Stored(Box::new(stored)))
     }
 
     /// Deletes the Endpoints `namespace/name`; NotFound counts as success (spec §5.2).
