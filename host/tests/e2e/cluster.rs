@@ -233,6 +233,21 @@ where
 
 // ---- object builders ----
 
+/// The smallest useful world: namespace `app`, Service `web` (port 80 → 8080) selecting one
+/// ready pod `a` at 10.1.0.1.
+pub fn web_app() -> Vec<Value> {
+    vec![
+        namespace("app"),
+        service(
+            "app",
+            "web",
+            json!({"app": "web"}),
+            json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+        ),
+        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
+    ]
+}
+
 pub fn namespace(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 }

@@ -129,12 +129,7 @@ async fn named_target_port_publish_not_ready_and_headless() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_deletion_removes_its_endpoints() {
-    let c = Cluster::start(vec![
-        namespace("app"),
-        service("app", "web", json!({"app": "web"}), http_port()),
-        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
-    ])
-    .await;
+    let c = Cluster::start(web_app()).await;
     let run = c.run_default();
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     let services: Api<core::Service> = Api::namespaced(c.client.clone(), "app");
@@ -165,12 +160,7 @@ async fn leftover_endpoints_are_removed_at_start_except_leader_election() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_edited_endpoints_are_restored() {
-    let c = Cluster::start(vec![
-        namespace("app"),
-        service("app", "web", json!({"app": "web"}), http_port()),
-        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
-    ])
-    .await;
+    let c = Cluster::start(web_app()).await;
     let run = c.run_default();
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     let api: Api<core::Endpoints> = Api::namespaced(c.client.clone(), "app");

@@ -6,7 +6,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::cluster::*;
-use serde_json::json;
 
 /// A child process whose stdout lines arrive on a channel, so reads can have deadlines.
 struct Proc {
@@ -102,17 +101,7 @@ fn weir_demo_gives_every_demo_service_its_endpoints() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weir_run_converges_and_exits_zero_on_sigterm() {
-    let c = Cluster::start(vec![
-        namespace("app"),
-        service(
-            "app",
-            "web",
-            json!({"app": "web"}),
-            json!([{"name": "http", "port": 80, "targetPort": 8080}]),
-        ),
-        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
-    ])
-    .await;
+    let c = Cluster::start(web_app()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     c.server.write_kubeconfig(&kubeconfig).unwrap();
@@ -134,17 +123,7 @@ async fn weir_run_converges_and_exits_zero_on_sigterm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_prints_decisions_and_writes_nothing() {
-    let c = Cluster::start(vec![
-        namespace("app"),
-        service(
-            "app",
-            "web",
-            json!({"app": "web"}),
-            json!([{"name": "http", "port": 80, "targetPort": 8080}]),
-        ),
-        pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
-    ])
-    .await;
+    let c = Cluster::start(web_app()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     c.server.write_kubeconfig(&kubeconfig).unwrap();
