@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# weir as one static binary on a distroless base: no shell, no package manager, non-root, and
+# nothing to write but the --cache-dir volume (deploy/kubernetes runs it read-only).
+#   docker build -t weir .
+# CI lints this file with hadolint (host/tests/deploy.rs).
+
+# Alpine's Rust toolchain targets musl and links statically by default.
+FROM rust:1.90-alpine3.22 AS build
+# ring and wasmtime compile a little C against musl. The image tag pins the Alpine release,
+# and with it this package's version.
+# hadolint ignore=DL3018
+RUN apk add --no-cache musl-dev \
+ && rustup target add wasm32-wasip2
+WORKDIR /src
+COPY . .
+# build.rs compiles the embedded default guest for wasm32-wasip2 along the way.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked -p weir \
+ && install -D -m 0555 target/release/weir /out/weir
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/weir /usr/local/bin/weir
+# distroless' nonroot user; deploy/kubernetes sets the same UID.
+USER 65532:65532
+EXPOSE 9090
+ENTRYPOINT ["/usr/local/bin/weir"]
+CMD ["run", "--admin-addr=0.0.0.0:9090"]
