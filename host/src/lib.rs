@@ -8,6 +8,8 @@
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
 //! - [`trigger_time`] computes the last-change-trigger-time annotation.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
+//!
+//! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
 
 pub mod admin;
 pub mod cases;

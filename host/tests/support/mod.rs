@@ -9,6 +9,30 @@ use std::path::PathBuf;
 pub use guests::{test_guest, test_guest_bytes};
 use weir::runtime::bindings as wit;
 
+/// Whether CI is running this test (`CI` set, and not `false` or `0`). `.ci/run` sets it.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+}
+
+/// Whether `program args` runs and exits 0. When it does not, the test is skipped with a message
+/// naming `install`, except under CI (`.ci/run` installs every tool a test needs), where a
+/// missing tool fails the test.
+pub fn tool_available(program: &str, args: &[&str], install: &str) -> bool {
+    let ok = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok || !in_ci(),
+        "`{program} {}` does not run, and CI must run this test ({install})",
+        args.join(" ")
+    );
+    if !ok {
+        eprintln!("skipped: `{program}` is not usable ({install})");
+    }
+    ok
+}
+
 /// An empty scratch directory for one test, under cargo's per-target temporary directory.
 pub fn scratch_dir(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);

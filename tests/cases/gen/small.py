@@ -1,5 +1,5 @@
 """The hand-designed small cases. Each expectation below was worked out by hand from
-/work/shared/ref/upstream-endpoints.md (rule numbers in the `why` text)."""
+docs/upstream-behaviour.md (rule numbers in the `why` text)."""
 
 from lib import (ABSENT, HL, HTTP, HTTP_EP, LEADER, MB, NULL, OVER, TRIGGER, WEB, addr, case, current,
                  eport, init_container, merge, pod, service, sport, subset, want)
@@ -543,6 +543,29 @@ def labels():
          "A ClusterIP Service that itself carries the headless label: the copy onto the Endpoints drops it",
          service(labels=merge({"app": "web"}, HL)), [p1], None, "create", want(good, labels=merge({"app": "web"}, MB)),
          why="§12.2: the headless key is removed from the copied labels when clusterIP is set.")
+    # D4 (docs/upstream-behaviour.md §18): the Service's own managed-by and headless labels take
+    # no part in the comparison. Upstream counts them and rewrites these objects on every sync.
+    case(d + "d4-service-managed-by-label-no-op.yaml",
+         "A Service carrying its own managed-by label, Endpoints already written: no update",
+         service(labels={"app": "web", "endpoints.kubernetes.io/managed-by": "helm"}), [p1],
+         current(good, labels=merge({"app": "web"}, MB)), "none",
+         why="D4; upstream §11.3 would update on every sync.")
+    case(d + "d4-service-headless-label-no-op.yaml",
+         "A ClusterIP Service carrying the headless label, Endpoints already written: no update",
+         service(labels=merge({"app": "web"}, HL)), [p1],
+         current(good, labels=merge({"app": "web"}, MB)), "none",
+         why="D4; upstream §11.3 would update on every sync.")
+    case(d + "d4-headless-service-own-headless-label-no-op.yaml",
+         "A headless Service carrying the headless label itself, Endpoints already written: no update",
+         service(cluster_ip="None", labels=merge({"app": "web"}, HL)), [p1],
+         current(good, labels=merge({"app": "web"}, MB, HL)), "none",
+         why="D4; upstream §11.3 would update on every sync.")
+    case(d + "d4-service-managed-by-value-copied-updates.yaml",
+         "A Service's own managed-by value copied onto the Endpoints is still replaced",
+         service(labels={"app": "web", "endpoints.kubernetes.io/managed-by": "helm"}), [p1],
+         current(good, labels={"app": "web", "endpoints.kubernetes.io/managed-by": "helm"}), "update",
+         want(good, labels=merge({"app": "web"}, MB)),
+         why="D4 does not relax §11.3's managed-by requirement; §12.2 writes endpoint-controller.")
     case(d + "service-label-value-change-updates.yaml",
          "A Service label whose value changed causes an update, even with equal subsets",
          service(labels={"team": "green"}), [p1], current(good, labels=merge({"team": "blue"}, MB)), "update",
