@@ -75,25 +75,29 @@ pub fn validate(
     }
 }
 
+fn refused_v4(v4: std::net::Ipv4Addr) -> bool {
+    v4.is_unspecified() || v4.is_loopback() || v4.is_link_local() || v4.octets()[..3] == [224, 0, 0]
+}
+
 /// Whether an IP may stand in Endpoints: parseable, and none of the kinds the API server
-/// refuses (unspecified, loopback, link-local, link-local multicast).
+/// refuses (unspecified, loopback, link-local, link-local multicast). An IPv4-mapped IPv6
+/// address (`::ffff:127.0.0.1`) is judged as the IPv4 address it maps, as Go's `net.IP`
+/// methods (which the API server's validation uses) do.
 fn check_ip(ip: &str) -> Result<(), String> {
     let parsed: IpAddr = ip
         .parse()
         .map_err(|_| format!("{ip:?} is not an IP address"))?;
     let refused = match parsed {
-        IpAddr::V4(v4) => {
-            v4.is_unspecified()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.octets()[..3] == [224, 0, 0]
-        }
-        IpAddr::V6(v6) => {
-            v6.is_unspecified()
-                || v6.is_loopback()
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-                || (v6.segments()[0] & 0xff0f) == 0xff02
-        }
+        IpAddr::V4(v4) => refused_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => refused_v4(v4),
+            None => {
+                v6.is_unspecified()
+                    || v6.is_loopback()
+                    || (v6.segments()[0] & 0xffc0) == 0xfe80
+                    || (v6.segments()[0] & 0xff0f) == 0xff02
+            }
+        },
     };
     if refused {
         return Err(format!(
@@ -164,6 +168,11 @@ fn check_endpoints(
                 return Err(v(format!(
                     "{at}.name: required when a subset has several ports"
                 )));
+            }
+            // The API server checks Endpoints port names as DNS-1123 labels (not as
+            // IANA service names, which container ports use).
+            if !p.name.is_empty() && !is_dns_label(&p.name) {
+                return Err(v(format!("{at}.name: {:?} is not a DNS label", p.name)));
             }
             if !p.name.is_empty() && !names.insert(&p.name) {
                 return Err(v(format!("{at}.name: {:?} appears twice", p.name)));
@@ -253,6 +262,62 @@ mod tests {
         }
         let mut e = endpoints("10.0.0.1", 80);
         e.subsets[0].ports[0].protocol = "HTTP".into();
+        assert!(validate("ns", "s", &wit::Decision::Create(e), None, 10).is_err());
+    }
+
+    #[test]
+    fn refuses_ipv4_mapped_forms_of_refused_addresses() {
+        for ip in [
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.1.1",
+            "::ffff:0.0.0.0",
+            "::ffff:224.0.0.5",
+        ] {
+            let err = validate(
+                "ns",
+                "s",
+                &wit::Decision::Create(endpoints(ip, 80)),
+                None,
+                10,
+            )
+            .unwrap_err();
+            assert!(
+                err.to_string().contains("loopback or link-local"),
+                "{ip}: {err}"
+            );
+        }
+        // A mapped ordinary address is as good as the IPv4 one.
+        let ok = wit::Decision::Create(endpoints("::ffff:10.0.0.1", 80));
+        assert!(validate("ns", "s", &ok, None, 10).is_ok());
+    }
+
+    #[test]
+    fn port_names_must_be_dns_labels() {
+        let long = "a".repeat(63);
+        for (name, ok) in [
+            ("http", true),
+            ("web-2", true),
+            ("a-very-long-port-name", true), // over 15: fine for a DNS label
+            (long.as_str(), true),
+            ("Http", false),
+            ("http_2", false),
+            ("-http", false),
+            ("http-", false),
+            ("h.ttp", false),
+        ] {
+            let mut e = endpoints("10.0.0.1", 80);
+            e.subsets[0].ports[0].name = name.into();
+            let result = validate("ns", "s", &wit::Decision::Create(e), None, 10);
+            assert_eq!(result.is_ok(), ok, "{name:?}: {result:?}");
+            if !ok {
+                assert!(
+                    result.unwrap_err().0.contains("subsets[0].ports[0].name"),
+                    "{name:?}"
+                );
+            }
+        }
+        let mut e = endpoints("10.0.0.1", 80);
+        e.subsets[0].ports[0].name = "a".repeat(64);
         assert!(validate("ns", "s", &wit::Decision::Create(e), None, 10).is_err());
     }
 

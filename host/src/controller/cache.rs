@@ -124,6 +124,10 @@ pub struct Cache {
     services: RwLock<HashMap<String, HashMap<String, CachedService>>>,
     /// Keys of Services that exist but that `--service-selector` leaves to someone else.
     unmanaged: RwLock<HashSet<Key>>,
+    /// Keys whose Endpoints weir may delete: their managed Service was deleted, or none existed
+    /// at the start-up sweep. A sync of any other key without a Service leaves its Endpoints
+    /// alone (an Endpoints event alone never deletes; docs/operations.md).
+    deletable: RwLock<HashSet<Key>>,
     pods: RwLock<HashMap<String, NamespacePods>>,
     endpoints: RwLock<HashMap<Key, Arc<core::Endpoints>>>,
     service_selector: Option<LabelSelector>,
@@ -156,6 +160,7 @@ impl Cache {
             .service_selector
             .as_ref()
             .is_none_or(|s| s.matches(svc.metadata.labels.as_ref()));
+        write(&self.deletable).remove(&k);
         if managed {
             write(&self.unmanaged).remove(&k);
             let cached = CachedService {
@@ -175,12 +180,62 @@ impl Cache {
         managed
     }
 
-    /// Forgets a deleted Service.
+    /// Forgets a deleted Service. When it was a managed one, its Endpoints become deletable.
     pub fn delete_service(&self, namespace: &str, name: &str) {
-        write(&self.unmanaged).remove(&key(namespace, name));
-        if let Some(ns) = write(&self.services).get_mut(namespace) {
-            ns.remove(name);
+        let k = key(namespace, name);
+        write(&self.unmanaged).remove(&k);
+        let removed = write(&self.services)
+            .get_mut(namespace)
+            .and_then(|ns| ns.remove(name))
+            .is_some();
+        if removed {
+            write(&self.deletable).insert(k);
         }
+    }
+
+    /// After a relist: forgets every Service (managed or not) whose key is not in `seen`, as
+    /// if deleted, and returns the managed keys forgotten (their Endpoints are now deletable).
+    pub fn retain_services(&self, seen: &HashSet<Key>) -> Vec<Key> {
+        write(&self.unmanaged).retain(|k| seen.contains(k));
+        let gone: Vec<Key> = self
+            .service_keys()
+            .into_iter()
+            .filter(|k| !seen.contains(k))
+            .collect();
+        for k in &gone {
+            if let Some((ns, name)) = k.split_once('/') {
+                self.delete_service(ns, name);
+            }
+        }
+        gone
+    }
+
+    /// Whether any Service, managed or not, has this key.
+    pub fn has_service(&self, key: &str) -> bool {
+        self.is_unmanaged(key)
+            || key
+                .split_once('/')
+                .is_some_and(|(ns, name)| self.service(ns, name).is_some())
+    }
+
+    /// Allows deleting the Endpoints of a key that has no Service (the start-up sweep).
+    pub fn mark_deletable(&self, key: &str) {
+        write(&self.deletable).insert(key.to_string());
+    }
+
+    /// Whether a sync may delete this key's Endpoints (see the `deletable` field).
+    pub fn is_deletable(&self, key: &str) -> bool {
+        read(&self.deletable).contains(key)
+    }
+
+    /// The deletion of this key's Endpoints is done.
+    pub fn deleted(&self, key: &str) {
+        write(&self.deletable).remove(key);
+    }
+
+    /// Keys whose Endpoints still wait for deletion (a resync retries them).
+    pub fn deletable_keys(&self) -> Vec<Key> {
+        read(&self.deletable).iter().cloned().collect()
     }
 
     /// Whether the key belongs to a Service that exists but is not weir's to manage.

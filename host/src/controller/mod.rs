@@ -268,12 +268,16 @@ impl Controller {
     }
 }
 
-/// Enqueues every cached Endpoints without the leader-election annotation, so those whose
-/// Service is gone get deleted (spec §4). Returns how many were enqueued.
+/// Enqueues every cached Endpoints without the leader-election annotation, and allows deleting
+/// those without a Service, so they get deleted (spec §4). This is the only time weir deletes
+/// Endpoints it did not see a Service for. Returns how many were enqueued.
 fn sweep_leftovers(handle: &Handle) -> usize {
     let mut n = 0;
     for (k, leader) in handle.cache.endpoints_keys() {
         if !leader {
+            if !handle.cache.has_service(&k) {
+                handle.cache.mark_deletable(&k);
+            }
             handle.queue.add(k);
             n += 1;
         }
@@ -385,13 +389,8 @@ fn services_handler(h: Handle) -> impl FnMut(Change<core::Service>) {
             }
             Change::RelistDone => {
                 let seen = seen.take().unwrap_or_default();
-                for k in h.cache.service_keys() {
-                    if !seen.contains(&k) {
-                        if let Some((ns, name)) = k.split_once('/') {
-                            h.cache.delete_service(ns, name);
-                        }
-                        h.queue.add(k);
-                    }
+                for k in h.cache.retain_services(&seen) {
+                    h.queue.add(k);
                 }
             }
         }

@@ -61,6 +61,20 @@ pub enum Outcome {
     NamespaceTerminating,
 }
 
+/// The start of a sync (see [`Syncer::prepare`]).
+#[derive(Debug)]
+pub enum Prepared {
+    /// Nothing for the guest to decide; the sync is over.
+    Done(Outcome),
+    /// Call the guest with `request`; `stored` is the snapshot its `current` shows.
+    Call {
+        /// The guest's input.
+        request: Box<wit::Request>,
+        /// The stored Endpoints as cached when the request was built.
+        stored: Option<Arc<k8s_openapi::api::core::v1::Endpoints>>,
+    },
+}
+
 /// Remembers resourceVersions our own updates superseded (upstream's stale tracker).
 #[derive(Debug, Default)]
 pub struct StaleTracker {
@@ -89,6 +103,12 @@ impl StaleTracker {
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
     }
+}
+
+/// Whether a Service gets Endpoints from its pods: it has a selector and is not ExternalName
+/// (spec §5.3–5.4).
+fn gets_endpoints(service: &wit::Service) -> bool {
+    service.selector.is_some() && service.service_type != "ExternalName"
 }
 
 /// Everything a sync needs; shared by all workers.
@@ -140,10 +160,21 @@ pub fn same_action(a: &Action, b: &Action) -> bool {
 }
 
 impl Syncer {
-    /// The request the guest gets for `namespace/name`, from the caches.
-    pub fn request(&self, key: &str, namespace: &str, name: &str) -> wit::Request {
-        let service = self.cache.service(namespace, name).map(|s| s.view);
-        let pods: Vec<wit::Pod> = match service.as_ref().and_then(|s| s.selector.as_ref()) {
+    /// The request the guest gets for `namespace/name`: the cached Service and its pods, and
+    /// `current`, the stored Endpoints snapshot the write will be checked against.
+    pub fn request(
+        &self,
+        key: &str,
+        namespace: &str,
+        name: &str,
+        service: Option<Arc<wit::Service>>,
+        current: Option<&k8s_openapi::api::core::v1::Endpoints>,
+    ) -> wit::Request {
+        let selector = service
+            .as_ref()
+            .filter(|s| gets_endpoints(s))
+            .and_then(|s| s.selector.as_ref());
+        let pods: Vec<wit::Pod> = match selector {
             Some(selector) => self
                 .cache
                 .select_pods(namespace, selector)
@@ -152,36 +183,70 @@ impl Syncer {
                 .collect(),
             None => Vec::new(),
         };
+        // Spec §5.3–5.6: ExternalName and selectorless Services return before the tracker
+        // is fed, so it starts afresh if such a Service later gets a selector.
         let trigger_time = service
             .as_ref()
+            .filter(|s| gets_endpoints(s))
             .and_then(|s| self.trigger_times.compute(key, s, &pods));
         wit::Request {
             namespace: namespace.to_string(),
             name: name.to_string(),
             service: service.map(|s| (*s).clone()),
             pods,
-            current: self.cache.endpoints(key).map(|e| view::endpoints(&e)),
+            current: current.map(view::endpoints),
             trigger_time,
             config: self.config.clone(),
         }
     }
 
-    /// Syncs one key.
-    pub async fn sync(&self, key: &str) -> Result<Outcome, SyncError> {
+    /// What a sync of `key` starts from: either its result already (nothing for the guest to
+    /// do), or the guest's request together with the one stored-Endpoints snapshot that the
+    /// request's `current` came from.
+    pub fn prepare(&self, key: &str) -> Result<Prepared, SyncError> {
         let (namespace, name) = key
             .split_once('/')
             .ok_or_else(|| SyncError::BadKey(key.to_string()))?;
         if self.cache.is_unmanaged(key) {
-            return Ok(Outcome::Unchanged);
+            return Ok(Prepared::Done(Outcome::Unchanged));
         }
+        let service = self.cache.service(namespace, name).map(|s| s.view);
+        // The one read of the stored Endpoints in this sync: the guest decides on this
+        // snapshot and the write carries its resourceVersion.
         let stored = self.cache.endpoints(key);
-        if let Some(ep) = &stored {
-            let rv = ep.metadata.resource_version.clone().unwrap_or_default();
-            if self.stale.is_stale(key, &rv) {
-                return Err(SyncError::StaleCache(key.to_string(), rv));
+        match &service {
+            // No Service, and none was deleted: an Endpoints event alone never deletes.
+            None if !self.cache.is_deletable(key) => {
+                tracing::debug!(%key, "no Service; its Endpoints are left alone");
+                return Ok(Prepared::Done(Outcome::Unchanged));
             }
+            // Spec §5.9: the stale-cache guard comes after the not-found, ExternalName and
+            // nil-selector returns, so it never holds those up.
+            Some(s) if gets_endpoints(s) => {
+                if let Some(ep) = &stored {
+                    let rv = ep.metadata.resource_version.clone().unwrap_or_default();
+                    if self.stale.is_stale(key, &rv) {
+                        return Err(SyncError::StaleCache(key.to_string(), rv));
+                    }
+                }
+            }
+            _ => {}
         }
-        let request = self.request(key, namespace, name);
+        let request = self.request(key, namespace, name, service, stored.as_deref());
+        Ok(Prepared::Call {
+            request: Box::new(request),
+            stored,
+        })
+    }
+
+    /// Syncs one key.
+    pub async fn sync(&self, key: &str) -> Result<Outcome, SyncError> {
+        let (request, stored) = match self.prepare(key)? {
+            Prepared::Done(outcome) => return Ok(outcome),
+            Prepared::Call { request, stored } => (*request, stored),
+        };
+        let (namespace, name) = (request.namespace.clone(), request.name.clone());
+        let (namespace, name) = (namespace.as_str(), name.as_str());
         let service_uid = request
             .service
             .as_ref()
@@ -283,13 +348,19 @@ impl Syncer {
         match action {
             Action::None => Ok(Outcome::Unchanged),
             Action::Delete => {
-                self.writer
+                let written = self
+                    .writer
                     .delete(key, namespace, name)
                     .await
                     .map_err(|e| write_error("delete", e))?;
                 self.trigger_times.forget(key);
                 self.stale.forget(key);
-                Ok(Outcome::Written("delete"))
+                self.cache.deleted(key);
+                // Already gone (our own delete coming back as an event): not a second write.
+                Ok(match written {
+                    Written::NotFound => Outcome::Unchanged,
+                    _ => Outcome::Written("delete"),
+                })
             }
             Action::Create(ep) => match self.writer.store(key, namespace, &ep, true).await {
                 Ok(_) => Ok(Outcome::Written("create")),
@@ -330,5 +401,168 @@ impl Syncer {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1 as core;
+    use serde_json::json;
+    use std::sync::OnceLock;
+
+    fn default_guest() -> Guest {
+        static GUEST: OnceLock<Guest> = OnceLock::new();
+        GUEST
+            .get_or_init(|| {
+                crate::runtime::Runtime::new(crate::runtime::Limits::default())
+                    .unwrap()
+                    .default_guest()
+                    .unwrap()
+            })
+            .clone()
+    }
+
+    fn syncer() -> Syncer {
+        Syncer {
+            cache: Arc::new(Cache::default()),
+            guest: ActiveGuest::new(default_guest()),
+            writer: Writer::DryRun,
+            events: EventRecorder::new(Writer::DryRun, std::time::Duration::from_secs(60)),
+            config: String::new(),
+            trigger_times: TriggerTimeTracker::default(),
+            stale: StaleTracker::default(),
+            health: Arc::default(),
+            shadow: None,
+            shadow_config: None,
+            shadow_stats: ShadowStats::default(),
+        }
+    }
+
+    fn service(spec: serde_json::Value) -> core::Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "ns", "uid": "u1",
+                         "creationTimestamp": "2024-01-01T00:00:00Z"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn endpoints(rv: &str, ip: &str) -> core::Endpoints {
+        serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "ns", "resourceVersion": rv},
+            "subsets": [{"addresses": [{"ip": ip}], "ports": [{"port": 80}]}],
+        }))
+        .unwrap()
+    }
+
+    fn selecting() -> serde_json::Value {
+        json!({"selector": {"app": "web"}, "ports": [{"port": 80}]})
+    }
+
+    #[tokio::test]
+    async fn stale_guard_comes_after_not_found_external_name_and_nil_selector() {
+        let s = syncer();
+        s.cache.apply_endpoints(endpoints("5", "10.0.0.1"));
+        s.stale.superseded("ns/s", "5".into());
+        // nil selector: left alone, not held up by the guard.
+        s.cache
+            .apply_service(&service(json!({"ports": [{"port": 80}]})));
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Unchanged);
+        // ExternalName, even with a selector.
+        let mut external = selecting();
+        external["type"] = json!("ExternalName");
+        external["externalName"] = json!("example.com");
+        s.cache.apply_service(&service(external));
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Unchanged);
+        // A Service that selects pods: the guard holds.
+        s.cache.apply_service(&service(selecting()));
+        assert!(matches!(
+            s.sync("ns/s").await,
+            Err(SyncError::StaleCache(k, rv)) if k == "ns/s" && rv == "5"
+        ));
+        // Service deleted: the delete goes ahead despite the stale cache.
+        s.cache.delete_service("ns", "s");
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Written("delete"));
+    }
+
+    #[tokio::test]
+    async fn endpoints_without_a_service_are_deleted_only_after_the_service_was() {
+        let s = syncer();
+        s.cache.apply_endpoints(endpoints("5", "10.0.0.1"));
+        // An Endpoints event for a key that never had a Service: no delete.
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Unchanged);
+        // Nor for a Service weir never saw that is deleted.
+        s.cache.delete_service("ns", "s");
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Unchanged);
+        // A Service that existed and is gone: delete, once.
+        s.cache.apply_service(&service(selecting()));
+        s.cache.delete_service("ns", "s");
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Written("delete"));
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Unchanged);
+        // The start-up sweep's permission works the same way.
+        s.cache.mark_deletable("ns/s");
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Written("delete"));
+    }
+
+    #[test]
+    fn trigger_times_are_not_tracked_for_external_name_or_nil_selector() {
+        let s = syncer();
+        let view = |spec| Arc::new(crate::view::service(&service(spec), "ns"));
+        let created = Some("2024-01-01T00:00:00Z".to_string());
+        let mut external = selecting();
+        external["type"] = json!("ExternalName");
+        for spec in [json!({"ports": [{"port": 80}]}), external] {
+            let request = s.request("ns/s", "ns", "s", Some(view(spec)), None);
+            assert_eq!(request.trigger_time, None);
+        }
+        // The first sync that selects pods still reports the Service's creation: the tracker
+        // had not been fed before.
+        let request = s.request("ns/s", "ns", "s", Some(view(selecting())), None);
+        assert_eq!(request.trigger_time, created);
+    }
+
+    #[test]
+    fn the_request_and_the_write_see_one_endpoints_snapshot() {
+        let s = Arc::new(syncer());
+        s.cache.apply_service(&service(selecting()));
+        s.cache.apply_endpoints(endpoints("1", "10.0.0.1"));
+        // Selected pods make building a request take a while, as in a real cluster: a second
+        // read of the cache after them would see another version.
+        for i in 0..300 {
+            let pod: core::Pod = serde_json::from_value(json!({
+                "metadata": {"name": format!("p{i}"), "namespace": "ns", "labels": {"app": "web"}},
+                "status": {"podIPs": [{"ip": format!("10.1.{}.{}", i / 250, i % 250)}]},
+            }))
+            .unwrap();
+            s.cache
+                .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
+        }
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flipper = {
+            let (s, stop) = (s.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    s.cache
+                        .apply_endpoints(endpoints(&n.to_string(), &format!("10.0.{}.1", n % 200)));
+                }
+            })
+        };
+        for _ in 0..500 {
+            let Prepared::Call { request, stored } = s.prepare("ns/s").unwrap() else {
+                panic!("a selecting Service calls the guest");
+            };
+            let current = request.current.expect("current endpoints");
+            let stored = stored.expect("stored endpoints");
+            assert_eq!(
+                Some(current.resource_version.as_str()),
+                stored.metadata.resource_version.as_deref()
+            );
+            assert_eq!(current, crate::view::endpoints(&stored));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        flipper.join().unwrap();
     }
 }

@@ -23,8 +23,10 @@ pub enum Writer {
 pub enum Written {
     /// The object as the API server stored it.
     Stored(Box<core::Endpoints>),
-    /// Deleted, or already gone.
+    /// Deleted.
     Deleted,
+    /// There was nothing to delete.
+    NotFound,
     /// Nothing was written (dry run).
     Skipped,
 }
@@ -74,7 +76,7 @@ impl Writer {
                 let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
                 match api.delete(name, &DeleteParams::default()).await {
                     Ok(_) => Ok(Written::Deleted),
-                    Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Written::Deleted),
+                    Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Written::NotFound),
                     Err(e) => Err(e),
                 }
             }

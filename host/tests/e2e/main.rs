@@ -2,6 +2,7 @@
 //! waits for a condition with a deadline.
 
 mod cluster;
+mod orphans;
 mod process;
 #[path = "../support/mod.rs"]
 mod support;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use cluster::*;
 use k8s_openapi::api::core::v1 as core;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use weir::cases::Case;
 use weir::controller::Config;
@@ -124,20 +125,6 @@ async fn named_target_port_publish_not_ready_and_headless() {
             .map(String::as_str),
         Some("")
     );
-    run.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn service_deletion_removes_its_endpoints() {
-    let c = Cluster::start(web_app()).await;
-    let run = c.run_default();
-    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
-    let services: Api<core::Service> = Api::namespaced(c.client.clone(), "app");
-    services
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
-    c.wait_gone("app", "web").await;
     run.stop().await;
 }
 
