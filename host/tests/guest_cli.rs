@@ -79,7 +79,7 @@ fn info_on_another_contract_version_names_both_versions_and_fails() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("targets:    weir:endpoints@0.2.0"),
+        stdout.contains("targets:    weir:endpoints@0.9.0"),
         "{stdout}"
     );
     assert!(

@@ -165,12 +165,12 @@ fn component_of_another_contract_version_is_refused_naming_the_supported_one() {
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let error = runtime.load(&test_guest_bytes("wrong-world")).unwrap_err();
     assert!(
-        matches!(&error, LoadError::UnsupportedVersion { found } if found == "weir:endpoints@0.2.0"),
+        matches!(&error, LoadError::UnsupportedVersion { found } if found == "weir:endpoints@0.9.0"),
         "{error:?}"
     );
     let message = error.to_string();
     assert!(
-        message.contains("weir:endpoints@0.2.0") && message.contains("weir:endpoints@0.1.0"),
+        message.contains("weir:endpoints@0.9.0") && message.contains("weir:endpoints@0.1.0"),
         "{message}"
     );
 }

@@ -5,7 +5,7 @@
 //!
 //! The crate has three parts:
 //! - [`types`]: the WIT contract's records (`Service`, `Pod`, `Endpoints`, `Decision`, ...),
-//!   generated from `wit/endpoints.wit`;
+//!   generated from `wit/v0.1/endpoints.wit`;
 //! - [`steps`]: upstream kube-controller-manager's endpoint sync, split into steps (select,
 //!   address, ports, pack, capacity, decide) that compile natively and to `wasm32-wasip2`;
 //! - [`Policy`]: a trait whose methods default to those steps. A custom policy overrides one or
@@ -70,11 +70,11 @@ pub mod well_known;
 pub use config::{ConfigError, parse_config};
 pub use policy::{Capped, Context, DefaultPolicy, Entry, PodAddress, Policy, reconcile};
 
-/// Bindings generated from `wit/endpoints.wit`. Policy code uses them through [`types`].
+/// Bindings generated from `wit/v0.1/endpoints.wit`. Policy code uses them through [`types`].
 #[allow(missing_docs, clippy::all, unsafe_code)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "../../wit/v0.1",
         world: "endpoint-policy",
         additional_derives: [PartialEq, Eq, Hash],
         pub_export_macro: true,

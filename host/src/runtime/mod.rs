@@ -3,6 +3,7 @@
 
 mod active;
 pub mod bindings;
+pub mod bindings_v0_2;
 pub mod cache;
 pub mod health;
 mod sandbox;

@@ -1,4 +1,4 @@
-//! A component of a contract version weir does not implement (`weir:endpoints@0.2.0`, with a
+//! A component of a contract version weir does not implement (`weir:endpoints@0.9.0`, with a
 //! `reconcile` from string to string). The host must refuse to load it, naming the version it
 //! supports.
 
