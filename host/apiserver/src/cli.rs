@@ -37,6 +37,13 @@ pub struct ApiServerArgs {
     )]
     pub bookmark_interval_ms: u64,
 
+    /// Longest time a deleted pod that is bound to a node stays terminating, in milliseconds.
+    /// Without it the emulated kubelet removes such a pod when its grace period ends (30 s by
+    /// default); a small value makes tests fast while `deletionTimestamp` still shows the full
+    /// grace period.
+    #[arg(long, env = "WEIR_APISERVER_MAX_POD_GRACE_PERIOD_MS")]
+    pub max_pod_grace_period_ms: Option<u64>,
+
     /// Fault injection: latency added to every API request, in milliseconds.
     #[arg(long, env = "WEIR_APISERVER_FAULT_LATENCY_MS", default_value_t = 0)]
     pub fault_latency_ms: u64,
@@ -87,6 +94,7 @@ impl ApiServerArgs {
                 seed: self.fault_seed,
             },
             seed: Vec::new(),
+            max_pod_grace_period: self.max_pod_grace_period_ms.map(Duration::from_millis),
             ..Config::default()
         }
     }

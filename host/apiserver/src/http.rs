@@ -488,8 +488,28 @@ fn delete_opts(headers: &HeaderMap, body: &[u8], q: &Query) -> Result<DeleteOpts
         dry_run: q.get("dryRun").is_some_and(|v| v == "All"),
         ..Default::default()
     };
+    let mut options = if body.is_empty() {
+        Value::Null
+    } else {
+        parse_body(headers, body)?
+    };
+    for k in [
+        "gracePeriodSeconds",
+        "propagationPolicy",
+        "orphanDependents",
+    ] {
+        if let Some(x) = q.get(k)
+            && options[k].is_null()
+        {
+            if !options.is_object() {
+                options = json!({});
+            }
+            options[k] = x.parse::<Value>().unwrap_or_else(|_| json!(x));
+        }
+    }
+    (d.grace, d.propagation) = crate::gc::delete_options(&options)?;
     if !body.is_empty() {
-        let v = parse_body(headers, body)?;
+        let v = options;
         d.uid = v["preconditions"]["uid"].as_str().map(String::from);
         d.rv = v["preconditions"]["resourceVersion"]
             .as_str()

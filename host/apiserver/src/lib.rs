@@ -1,10 +1,11 @@
 //! `weir-apiserver`: a small, faithful, in-memory Kubernetes API server.
 //!
 //! weir's demo, end-to-end tests and benchmarks run against it over real HTTP. It serves
-//! namespaces, services, pods (with `status`), endpoints and events (core/v1), leases
-//! (coordination.k8s.io/v1) and endpointslices (discovery.k8s.io/v1) with kube-apiserver's
-//! semantics for the verbs, watches, selectors, paging, conflicts and errors that clients
-//! (kubectl, kube-rs) depend on. See `docs/apiserver.md`.
+//! namespaces, services, pods (with `status`), nodes, configmaps, endpoints and events
+//! (core/v1), leases (coordination.k8s.io/v1) and endpointslices (discovery.k8s.io/v1) with
+//! kube-apiserver's semantics for the verbs, watches, selectors, paging, conflicts and errors
+//! that clients (kubectl, kube-rs) depend on, plus the garbage collector and the kubelet's part
+//! in pod deletion. See `docs/apiserver.md`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), weir_apiserver::Error> {
@@ -26,7 +27,9 @@ use serde_json::Value;
 
 pub mod cli;
 mod discovery;
+mod gc;
 mod http;
+mod kubelet;
 mod patch;
 mod proto;
 mod resources;
@@ -105,6 +108,10 @@ pub struct Config {
     /// How long after a namespace is marked for deletion its contents are deleted (the
     /// namespace controller's work; in a cluster it takes a moment too).
     pub namespace_deletion_delay: Duration,
+    /// Upper bound on how long a terminating pod stays before the emulated kubelet removes it.
+    /// `None` (the default): the whole grace period, as when containers ignore SIGTERM. Tests
+    /// set a short value; the pod's `deletionTimestamp` still shows the full grace period.
+    pub max_pod_grace_period: Option<Duration>,
 }
 
 impl Default for Config {
@@ -116,6 +123,7 @@ impl Default for Config {
             faults: Faults::default(),
             seed: Vec::new(),
             namespace_deletion_delay: Duration::from_millis(500),
+            max_pod_grace_period: None,
         }
     }
 }
@@ -300,6 +308,7 @@ impl ApiServer {
     /// Binds `config.addr`, loads the seed and serves in a background task.
     pub async fn start(config: Config) -> Result<RunningApiServer, Error> {
         let mut store = Store::new(config.history, 0x5eed);
+        store.kubelet.max_grace = config.max_pod_grace_period;
         for v in &config.seed {
             load_seed_object(&mut store, v.clone())?;
         }
@@ -332,13 +341,15 @@ impl ApiServer {
             shared.clone(),
             config.namespace_deletion_delay,
         ));
+        let gc_task = tokio::spawn(gc::run(shared.clone()));
+        let kubelet_task = tokio::spawn(kubelet::run(shared.clone()));
         tracing::info!(%addr, "weir-apiserver listening");
         Ok(RunningApiServer {
             addr,
             shared,
             stop: Some(stop_tx),
             task,
-            ns_task,
+            controllers: vec![ns_task, gc_task, kubelet_task],
         })
     }
 }
@@ -404,7 +415,8 @@ pub struct RunningApiServer {
     shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
-    ns_task: tokio::task::JoinHandle<()>,
+    /// Namespace controller, garbage collector, kubelet.
+    controllers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// Direct in-process access to the stored objects (for tests).
@@ -492,7 +504,9 @@ impl RunningApiServer {
 
     /// Stops serving: open watches are ended, then the listener closes.
     pub async fn shutdown(mut self) {
-        self.ns_task.abort();
+        for c in &self.controllers {
+            c.abort();
+        }
         self.shared.drop_watches.send_modify(|g| *g += 1);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

@@ -45,8 +45,9 @@ pub(crate) const EVENTS: usize = 4;
 pub(crate) const LEASES: usize = 5;
 pub(crate) const ENDPOINTSLICES: usize = 6;
 pub(crate) const CONFIGMAPS: usize = 7;
+pub(crate) const NODES: usize = 8;
 
-pub(crate) static RESOURCES: [ResourceDef; 8] = [
+pub(crate) static RESOURCES: [ResourceDef; 9] = [
     ResourceDef {
         name: "namespaces",
         singular: "namespace",
@@ -151,6 +152,19 @@ pub(crate) static RESOURCES: [ResourceDef; 8] = [
         generation: false,
         categories: &[],
     },
+    ResourceDef {
+        name: "nodes",
+        singular: "node",
+        kind: "Node",
+        group: "",
+        version: "v1",
+        namespaced: false,
+        short_names: &["no"],
+        status_sub: true,
+        create_on_update: false,
+        generation: false,
+        categories: &[],
+    },
 ];
 
 /// Finds a resource by group and plural name.
@@ -189,6 +203,10 @@ macro_rules! with_type {
             }
             CONFIGMAPS => {
                 type $T = k8s_openapi::api::core::v1::ConfigMap;
+                $body
+            }
+            NODES => {
+                type $T = k8s_openapi::api::core::v1::Node;
                 $body
             }
             _ => {
@@ -511,6 +529,15 @@ pub(crate) fn columns(r: usize) -> Vec<(&'static str, &'static str, &'static str
             ("Data", "integer", "", 0),
             ("Age", "string", "", 0),
         ],
+        NODES => vec![
+            ("Name", "string", "name", 0),
+            ("Status", "string", "", 0),
+            ("Roles", "string", "", 0),
+            ("Age", "string", "", 0),
+            ("Version", "string", "", 0),
+            ("Internal-IP", "string", "", 1),
+            ("Zone", "string", "", 1),
+        ],
         _ => vec![
             ("Name", "string", "name", 0),
             ("AddressType", "string", "", 0),
@@ -708,6 +735,7 @@ pub(crate) fn cells(r: usize, v: &Value) -> Vec<Value> {
                 .sum::<usize>();
             vec![name, json!(keys), age]
         }
+        NODES => node_cells(v, name, age),
         _ => {
             let ports: Vec<String> = v["ports"]
                 .as_array()
@@ -731,6 +759,62 @@ pub(crate) fn cells(r: usize, v: &Value) -> Vec<Value> {
             ]
         }
     }
+}
+
+/// `kubectl get nodes` cells: the Ready condition (plus `SchedulingDisabled`), roles from
+/// `node-role.kubernetes.io/*` labels, kubelet version, internal IP and zone.
+fn node_cells(v: &Value, name: Value, age: Value) -> Vec<Value> {
+    let ready = v["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Ready")
+        .map(|c| match s(&c["status"]) {
+            "True" => "Ready",
+            "False" => "NotReady",
+            _ => "Unknown",
+        })
+        .unwrap_or("Unknown");
+    let mut status = ready.to_string();
+    if v["spec"]["unschedulable"].as_bool() == Some(true) {
+        status.push_str(",SchedulingDisabled");
+    }
+    let labels = v["metadata"]["labels"].as_object();
+    let roles: Vec<&str> = labels
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+        .filter(|r| !r.is_empty())
+        .collect();
+    let ip = v["status"]["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["type"] == "InternalIP")
+        .map(|a| s(&a["address"]))
+        .unwrap_or("<none>");
+    let zone = labels
+        .and_then(|l| l.get("topology.kubernetes.io/zone"))
+        .map(s)
+        .unwrap_or("<none>");
+    let version = s(&v["status"]["nodeInfo"]["kubeletVersion"]);
+    vec![
+        name,
+        json!(status),
+        json!(if roles.is_empty() {
+            "<none>".to_string()
+        } else {
+            roles.join(",")
+        }),
+        age,
+        json!(if version.is_empty() {
+            "<none>"
+        } else {
+            version
+        }),
+        json!(ip),
+        json!(zone),
+    ]
 }
 
 /// Strategic-merge-patch metadata: the merge key of a list at `path` (list items written `[]`),
@@ -771,6 +855,10 @@ pub(crate) fn merge_key(r: usize, path: &str) -> Option<&'static str> {
         },
         NAMESPACES => match path {
             "status.conditions" => Some("type"),
+            _ => None,
+        },
+        NODES => match path {
+            "status.conditions" | "status.addresses" => Some("type"),
             _ => None,
         },
         _ => None,

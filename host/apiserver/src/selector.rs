@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::resources::{EVENTS, NAMESPACES, PODS, SERVICES};
+use crate::resources::{EVENTS, NAMESPACES, NODES, PODS, SERVICES};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Op {
@@ -206,6 +206,7 @@ fn supported_fields(r: usize) -> &'static [&'static str] {
         ],
         NAMESPACES => &["status.phase"],
         SERVICES => &["spec.clusterIP", "spec.type"],
+        NODES => &["spec.unschedulable"],
         _ => &[],
     }
 }
@@ -262,6 +263,12 @@ impl FieldSelector {
                     }
                     match cur {
                         Value::String(s) => s.clone(),
+                        // Unset booleans select as their Go zero value.
+                        Value::Null
+                            if path == "spec.unschedulable" || path == "spec.hostNetwork" =>
+                        {
+                            "false".to_string()
+                        }
                         Value::Null => String::new(),
                         other => other.to_string(),
                     }

@@ -9,9 +9,10 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use crate::resources::{self, NAMESPACES, PODS, RESOURCES, ResourceDef, SERVICES};
+use crate::resources::{self, ENDPOINTSLICES, NAMESPACES, PODS, RESOURCES, ResourceDef, SERVICES};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::util::{self, ApiError, Rng};
+use crate::{gc, kubelet};
 
 /// `(namespace, name)`; namespace is empty for cluster-scoped objects.
 pub(crate) type Key = (String, String);
@@ -99,12 +100,24 @@ pub(crate) struct WriteOpts {
     pub seed: bool,
 }
 
+/// `DeleteOptions.propagationPolicy`: what happens to the dependents (see `gc.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
 /// Options of a delete.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DeleteOpts {
     pub dry_run: bool,
     pub uid: Option<String>,
     pub rv: Option<String>,
+    /// `propagationPolicy` (or `orphanDependents`); `None` keeps the object's GC finalizers.
+    pub propagation: Option<Propagation>,
+    /// `gracePeriodSeconds` (pods only).
+    pub grace: Option<i64>,
 }
 
 /// The store.
@@ -117,6 +130,10 @@ pub(crate) struct Store {
     ips: BTreeSet<u32>,
     next_ip: u32,
     node_ports: BTreeSet<i64>,
+    /// Work for the garbage collector (`gc.rs`).
+    pub(crate) gc: gc::GcState,
+    /// Terminating pods waiting for the emulated kubelet (`kubelet.rs`).
+    pub(crate) kubelet: kubelet::KubeletState,
 }
 
 const SERVICE_CIDR_BASE: u32 = (10 << 24) | (96 << 16);
@@ -160,6 +177,16 @@ fn finalizers(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `None` for null and for empty maps/lists (equal for kube-apiserver's semantic comparison).
+fn non_empty(v: &Value) -> Option<&Value> {
+    match v {
+        Value::Null => None,
+        Value::Object(m) if m.is_empty() => None,
+        Value::Array(a) if a.is_empty() => None,
+        other => Some(other),
+    }
+}
+
 fn strip_meta_status(v: &Value) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.as_object_mut() {
@@ -188,6 +215,8 @@ impl Store {
             ips: BTreeSet::new(),
             next_ip: 10,
             node_ports: BTreeSet::new(),
+            gc: gc::GcState::default(),
+            kubelet: kubelet::KubeletState::default(),
         };
         // 10.96.0.1 is the `kubernetes` service.
         s.ips.insert(SERVICE_CIDR_BASE + 1);
@@ -462,6 +491,7 @@ impl Store {
             labels: labels_of(&v),
             rv,
         });
+        self.gc.observe(r, ty, &ns, &name, &v);
         let key = (ns, name);
         if ty == EvType::Deleted {
             self.res[r].objects.remove(&key);
@@ -756,7 +786,11 @@ impl Store {
                 )],
             ));
         }
-        if def.generation && strip_meta_status(&new) != strip_meta_status(&old) {
+        // EndpointSlices also count label changes (their controllers key on them).
+        let labels_changed = r == ENDPOINTSLICES
+            && non_empty(&new["metadata"]["labels"]) != non_empty(&old["metadata"]["labels"]);
+        if def.generation && (labels_changed || strip_meta_status(&new) != strip_meta_status(&old))
+        {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             meta(&mut new).insert("generation".into(), json!(g));
         }
@@ -769,7 +803,11 @@ impl Store {
         if opts.dry_run {
             return self.dry(r, canon);
         }
-        if deleting && new_fin.is_empty() {
+        // Removed once the last finalizer goes, unless a graceful deletion is still running.
+        let grace_pending = old["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .is_some_and(|g| g > 0);
+        if deleting && new_fin.is_empty() && !grace_pending {
             return self.remove(r, &old_obj, canon);
         }
         self.commit(r, canon, EvType::Modified, Some(old_obj))
@@ -860,22 +898,50 @@ impl Store {
         if opts.dry_run {
             return Ok(old_obj);
         }
-        let marking = r == NAMESPACES || !finalizers(&old).is_empty();
-        if !marking {
+        // The garbage collector's finalizers for the requested propagation.
+        let mut fins = finalizers(&old);
+        if let Some(p) = opts.propagation {
+            fins.retain(|f| f != gc::ORPHAN && f != gc::FOREGROUND);
+            match p {
+                Propagation::Orphan => fins.push(gc::ORPHAN.into()),
+                Propagation::Foreground => fins.push(gc::FOREGROUND.into()),
+                Propagation::Background => {}
+            }
+        }
+        let grace = if r == PODS {
+            kubelet::grace_period(&old, opts.grace)
+        } else {
+            0
+        };
+        if r != NAMESPACES && grace == 0 && fins.is_empty() {
             return self.remove(r, &old_obj, old);
         }
-        let mut obj = old_obj.clone();
-        if old["metadata"]["deletionTimestamp"].is_null() {
-            let mut v = old.clone();
-            let m = meta(&mut v);
-            m.insert("deletionTimestamp".into(), json!(util::now_rfc3339()));
-            m.insert("deletionGracePeriodSeconds".into(), json!(0));
-            if r == NAMESPACES {
-                v["status"]["phase"] = json!("Terminating");
-            }
-            obj = self.commit(r, v, EvType::Modified, Some(old_obj))?;
+        let mut v = old.clone();
+        let m = meta(&mut v);
+        let pending = m
+            .get("deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .filter(|_| m.get("deletionTimestamp").is_some_and(|t| !t.is_null()));
+        // A first delete marks the object; a later one may only shorten the grace period.
+        if pending.is_none_or(|p| grace < p) {
+            let at = util::rfc3339_in(grace.unsigned_abs());
+            m.insert("deletionTimestamp".into(), json!(at));
+            m.insert("deletionGracePeriodSeconds".into(), json!(grace));
         }
-        Ok(obj)
+        if finalizers(&old) != fins {
+            m.insert("finalizers".into(), json!(fins));
+        }
+        if r == NAMESPACES {
+            v["status"]["phase"] = json!("Terminating");
+        }
+        if r == PODS && grace > 0 {
+            let uid = v["metadata"]["uid"].as_str().unwrap_or("").to_string();
+            self.kubelet.schedule(ns, name, &uid, grace);
+        }
+        if v == old {
+            return Ok(old_obj);
+        }
+        self.commit(r, v, EvType::Modified, Some(old_obj))
     }
 
     /// What the namespace controller does: deletes the contents of terminating namespaces

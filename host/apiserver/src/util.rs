@@ -6,11 +6,16 @@ use serde_json::{Value, json};
 
 /// RFC 3339 timestamp (seconds precision, UTC) as Kubernetes writes `metav1.Time`.
 pub(crate) fn now_rfc3339() -> String {
-    let secs = SystemTime::now()
+    rfc3339_in(0)
+}
+
+/// The time `secs` seconds from now, as `YYYY-MM-DDTHH:MM:SSZ`.
+pub(crate) fn rfc3339_in(secs: u64) -> String {
+    let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    format_rfc3339(secs)
+    format_rfc3339(now.saturating_add(secs))
 }
 
 /// Formats seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.

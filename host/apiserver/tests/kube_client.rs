@@ -830,3 +830,378 @@ async fn http_surface() {
     assert!(t.elapsed() >= Duration::from_millis(900));
     server.shutdown().await;
 }
+
+fn dyn_api(
+    client: &kube::Client,
+    group: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk(group, "v1", kind);
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+    if kind == "Node" {
+        Api::all_with(client.clone(), &ar)
+    } else {
+        Api::namespaced_with(client.clone(), "default", &ar)
+    }
+}
+
+fn slice(name: &str, owners: serde_json::Value) -> kube::api::DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "labels": {"kubernetes.io/service-name": "web"}, "ownerReferences": owners},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.1.0.1"]}],
+        "ports": [{"name": "http", "port": 8080}]
+    }))
+    .expect("slice")
+}
+
+fn owner(kind: &str, api_version: &str, name: &str, uid: &str, block: bool) -> serde_json::Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": block})
+}
+
+async fn web_service(client: &kube::Client, name: &str) -> String {
+    let services: Api<Service> = Api::default_namespaced(client.clone());
+    let svc: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
+    }))
+    .unwrap();
+    let svc = services.create(&PostParams::default(), &svc).await.unwrap();
+    svc.metadata.uid.unwrap()
+}
+
+async fn gone(api: &Api<kube::api::DynamicObject>, name: &str) {
+    eventually(&format!("{name} deleted"), || async {
+        api.get_opt(name).await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn nodes_and_endpointslice_generation() {
+    let (server, client, _dir) = start(Config::default(), "nodes").await;
+    let nodes = dyn_api(&client, "", "Node", "nodes");
+    let node: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node-a", "labels": {"topology.kubernetes.io/zone": "zone-a"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    let created = nodes.create(&PostParams::default(), &node).await.unwrap();
+    assert!(created.metadata.namespace.is_none());
+    // Nodes keep the status they are created with (kubelets register that way).
+    assert_eq!(created.data["status"]["conditions"][0]["type"], "Ready");
+    let listed = nodes
+        .list(&ListParams::default().fields("metadata.name=node-a"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    // Field selectors nodes support; an unset boolean selects as false.
+    let schedulable = nodes
+        .list(&ListParams::default().fields("spec.unschedulable=false"))
+        .await
+        .unwrap();
+    assert_eq!(schedulable.items.len(), 1);
+
+    // EndpointSlice generation: 1 on create; bumped by content and label changes only.
+    let slices = dyn_api(
+        &client,
+        "discovery.k8s.io",
+        "EndpointSlice",
+        "endpointslices",
+    );
+    let s = slices
+        .create(&PostParams::default(), &slice("web-abc", json!([])))
+        .await
+        .unwrap();
+    assert_eq!(s.metadata.generation, Some(1));
+    let pp = PatchParams::default();
+    let gen_after = |p: serde_json::Value| {
+        let slices = slices.clone();
+        let pp = pp.clone();
+        async move {
+            slices
+                .patch("web-abc", &pp, &Patch::Merge(p))
+                .await
+                .unwrap()
+                .metadata
+                .generation
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        gen_after(json!({"endpoints": [{"addresses": ["10.1.0.2"]}]})).await,
+        2
+    );
+    assert_eq!(
+        gen_after(json!({"metadata": {"labels": {"x": "y"}}})).await,
+        3
+    );
+    assert_eq!(
+        gen_after(json!({"metadata": {"annotations": {"a": "b"}}})).await,
+        3
+    );
+    assert_eq!(
+        gen_after(json!({"ports": [{"name": "http", "port": 9090}]})).await,
+        4
+    );
+    assert_eq!(gen_after(json!({"addressType": "IPv4"})).await, 4);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn owner_references_cascade() {
+    let (server, client, _dir) = start(Config::default(), "gc").await;
+    let services: Api<Service> = Api::default_namespaced(client.clone());
+    let slices = dyn_api(
+        &client,
+        "discovery.k8s.io",
+        "EndpointSlice",
+        "endpointslices",
+    );
+    let pp = PostParams::default();
+
+    // Background (the default): the owner goes at once, its dependents right after; a
+    // dependent with another live owner only loses the dangling reference; owners of kinds
+    // this server does not serve count as live.
+    let uid = web_service(&client, "web").await;
+    let other = web_service(&client, "other").await;
+    let web_ref = owner("Service", "v1", "web", &uid, true);
+    slices
+        .create(&pp, &slice("web-1", json!([web_ref])))
+        .await
+        .unwrap();
+    let two = json!([web_ref, owner("Service", "v1", "other", &other, false)]);
+    slices.create(&pp, &slice("web-2", two)).await.unwrap();
+    let foreign = json!([
+        web_ref,
+        owner("ReplicaSet", "apps/v1", "rs", "rs-uid", false)
+    ]);
+    slices.create(&pp, &slice("web-3", foreign)).await.unwrap();
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(services.get_opt("web").await.unwrap().is_none());
+    gone(&slices, "web-1").await;
+    let refs = eventually("dangling reference removed", || async {
+        let s = slices.get("web-2").await.unwrap();
+        let refs = s.metadata.owner_references.unwrap_or_default();
+        (refs.len() == 1).then_some(refs)
+    })
+    .await;
+    assert_eq!(refs[0].name, "other");
+    let s3 = slices.get("web-3").await.unwrap();
+    assert_eq!(s3.metadata.owner_references.unwrap().len(), 1);
+
+    // A dependent written with a reference to an owner that does not exist is collected.
+    let ghost = json!([owner("Service", "v1", "ghost", "no-such-uid", false)]);
+    slices.create(&pp, &slice("ghost-1", ghost)).await.unwrap();
+    gone(&slices, "ghost-1").await;
+
+    // Orphan: the owner goes, the dependent stays without the reference.
+    let uid = web_service(&client, "orph").await;
+    let r = json!([owner("Service", "v1", "orph", &uid, true)]);
+    slices.create(&pp, &slice("orph-1", r)).await.unwrap();
+    services
+        .delete("orph", &DeleteParams::orphan())
+        .await
+        .unwrap();
+    eventually("orphaning owner gone", || async {
+        services
+            .get_opt("orph")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let s = slices.get("orph-1").await.unwrap();
+    assert!(s.metadata.owner_references.unwrap_or_default().is_empty());
+
+    // Foreground: the owner waits (finalizer foregroundDeletion) until every dependent that
+    // blocks it is gone; here one is held by a finalizer.
+    let uid = web_service(&client, "fg").await;
+    let mut held = slice("fg-1", json!([owner("Service", "v1", "fg", &uid, true)]));
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    slices.create(&pp, &held).await.unwrap();
+    services
+        .delete("fg", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let marked = services.get("fg").await.unwrap();
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    assert!(
+        marked
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    let s = eventually("dependent marked", || async {
+        let s = slices.get("fg-1").await.unwrap();
+        s.metadata.deletion_timestamp.is_some().then_some(s)
+    })
+    .await;
+    assert!(services.get_opt("fg").await.unwrap().is_some());
+    slices
+        .patch(
+            "fg-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null, "resourceVersion": s.metadata.resource_version}})),
+        )
+        .await
+        .unwrap();
+    gone(&slices, "fg-1").await;
+    eventually("foreground owner gone", || async {
+        services
+            .get_opt("fg")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+
+    // Bad options are refused as kube-apiserver does.
+    let (code, _) = raw_delete(
+        &server,
+        "/api/v1/namespaces/default/services/other?propagationPolicy=Sideways",
+    )
+    .await;
+    assert_eq!(code, 422);
+    server.shutdown().await;
+}
+
+/// DELETE over plain HTTP; returns (status code, body).
+async fn raw_delete(server: &RunningApiServer, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let req = format!("DELETE {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let code = out[9..12].parse().unwrap();
+    (code, out)
+}
+
+fn bound_pod(name: &str, grace: Option<i64>) -> Pod {
+    let mut p = pod(name, "web");
+    let spec = p.spec.as_mut().unwrap();
+    spec.node_name = Some("node-a".into());
+    spec.termination_grace_period_seconds = grace;
+    p
+}
+
+#[tokio::test]
+async fn graceful_pod_deletion() {
+    let (server, client, _dir) = start(Config::default(), "grace").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let pp = PostParams::default();
+
+    // Bound to a node: marked, kept for the grace period, then removed by the "kubelet".
+    pods.create(&pp, &bound_pod("slow", Some(2))).await.unwrap();
+    let marked = pods
+        .delete("slow", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("graceful delete returns the marked pod");
+    assert_eq!(marked.metadata.deletion_grace_period_seconds, Some(2));
+    let ts = marked
+        .metadata
+        .deletion_timestamp
+        .expect("deletionTimestamp")
+        .0;
+    let created = marked.metadata.creation_timestamp.unwrap().0;
+    let ahead = ts.duration_since(created).as_secs_f64();
+    assert!(
+        (1.0..=4.0).contains(&ahead),
+        "deletionTimestamp {ahead}s after creation"
+    );
+    let still = pods.get("slow").await.unwrap();
+    assert!(still.metadata.deletion_timestamp.is_some());
+    // Updates during the grace period do not remove it.
+    pods.patch(
+        "slow",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    assert!(pods.get_opt("slow").await.unwrap().is_some());
+    eventually("terminating pod removed", || async {
+        pods.get_opt("slow").await.unwrap().is_none().then_some(())
+    })
+    .await;
+
+    // The delete option's grace period wins; 0 deletes at once (kubectl --grace-period=0 --force).
+    pods.create(&pp, &bound_pod("now", None)).await.unwrap();
+    let d = pods
+        .delete("now", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    assert!(d.is_left());
+    assert!(pods.get_opt("now").await.unwrap().is_none());
+
+    // Default grace period: 30 s.
+    pods.create(&pp, &bound_pod("default", None)).await.unwrap();
+    let m = pods
+        .delete("default", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    assert_eq!(m.metadata.deletion_grace_period_seconds, Some(30));
+    // A second delete may shorten it.
+    let m = pods
+        .delete("default", &DeleteParams::default().grace_period(1))
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    assert_eq!(m.metadata.deletion_grace_period_seconds, Some(1));
+    eventually("shortened grace ends", || async {
+        pods.get_opt("default")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+
+    // Unscheduled pods go at once.
+    pods.create(&pp, &pod("pending", "web")).await.unwrap();
+    pods.delete("pending", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(pods.get_opt("pending").await.unwrap().is_none());
+    server.shutdown().await;
+
+    // A server configured with a maximum: the pod shows the full grace period but goes early.
+    let config = Config {
+        max_pod_grace_period: Some(Duration::from_millis(200)),
+        ..Config::default()
+    };
+    let (server, client, _dir) = start(config, "grace-max").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&pp, &bound_pod("capped", None)).await.unwrap();
+    let m = pods
+        .delete("capped", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    assert_eq!(m.metadata.deletion_grace_period_seconds, Some(30));
+    eventually("capped pod removed", || async {
+        pods.get_opt("capped")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    server.shutdown().await;
+}

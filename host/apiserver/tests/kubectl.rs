@@ -455,3 +455,134 @@ async fn kubectl_terminating_namespace_and_finalizers() {
     assert!(!success && err.contains("NotFound"), "{err}");
     server.shutdown().await;
 }
+
+const SLICE_AND_NODE: &str = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+  labels: {node-role.kubernetes.io/worker: ""}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  nodeInfo: {kubeletVersion: v1.32.0}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-x1
+  labels: {kubernetes.io/service-name: web}
+addressType: IPv4
+ports: [{name: http, port: 8080}, {name: metrics, port: 9090}]
+endpoints:
+- addresses: [10.1.0.1]
+- addresses: [10.1.0.2]
+- addresses: [10.1.0.3]
+- addresses: [10.1.0.4]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_slices_nodes_wait_and_graceful_delete() {
+    if !kubectl_available() {
+        return;
+    }
+    let (server, env) = setup("slices").await;
+    ok_stdin(&env, &["create", "-f", "-"], SLICE_AND_NODE).await;
+    let out = ok(&env, &["get", "endpointslices"]).await;
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"],
+        "{out}"
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        row[..5],
+        [
+            "web-x1",
+            "IPv4",
+            "8080,9090",
+            "10.1.0.1,10.1.0.2,10.1.0.3",
+            "+"
+        ],
+        "{out}"
+    );
+    assert_eq!(row[5..7], ["1", "more..."], "{out}");
+    let out = ok(&env, &["get", "nodes"]).await;
+    let row: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..3], ["node-a", "Ready", "worker"], "{out}");
+    assert_eq!(row[4], "v1.32.0", "{out}");
+
+    // A pod bound to a node: kubectl wait for Ready, then for its deletion.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  nodeName: node-a\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: web\n    image: nginx:1.27\n";
+    ok_stdin(&env, &["create", "-f", "-"], pod).await;
+    let (success, _, err) = kubectl(
+        &env,
+        &["wait", "--for=condition=Ready", "pod/p", "--timeout=1s"],
+        None,
+    )
+    .await;
+    assert!(!success && err.contains("timed out"), "{err}");
+    let wait = command(
+        &env,
+        &["wait", "--for=condition=Ready", "pod/p", "--timeout=20s"],
+    )
+    .spawn()
+    .unwrap();
+    ok(
+        &env,
+        &[
+            "patch",
+            "pod",
+            "p",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+        ],
+    )
+    .await;
+    let out = tokio::time::timeout(DEADLINE, wait.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("pod/p condition met"), "{stdout}");
+
+    // Graceful delete: the pod stays Terminating, then goes; kubectl wait --for=delete sees it.
+    ok(&env, &["delete", "pod", "p", "--wait=false"]).await;
+    let out = ok(&env, &["get", "pod", "p"]).await;
+    assert!(out.contains("Terminating"), "{out}");
+    assert!(server.store().get("pods", "default", "p").is_some());
+    let out = ok(&env, &["wait", "--for=delete", "pod/p", "--timeout=20s"]).await;
+    assert!(out.contains("pod/p condition met"), "{out}");
+    assert!(server.store().get("pods", "default", "p").is_none());
+
+    // --grace-period=0 --force removes at once.
+    let long = pod.replace(
+        "terminationGracePeriodSeconds: 2",
+        "terminationGracePeriodSeconds: 300",
+    );
+    ok_stdin(&env, &["create", "-f", "-"], &long).await;
+    let (success, out, err) = kubectl(
+        &env,
+        &[
+            "delete",
+            "pod",
+            "p",
+            "--grace-period=0",
+            "--force",
+            "--wait=false",
+        ],
+        None,
+    )
+    .await;
+    assert!(success && out.contains("force deleted"), "{out}{err}");
+    assert!(server.store().get("pods", "default", "p").is_none());
+    server.shutdown().await;
+}
