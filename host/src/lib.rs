@@ -4,7 +4,8 @@
 //!
 //! - [`runtime`] runs guests (wasmtime): compile, check, instantiate per call, limits.
 //! - [`view`] turns Kubernetes objects into the WIT views and decisions back into Endpoints.
-//! - [`validate`] checks a guest's decision before anything is written.
+//! - [`validate`] checks a guest's decision before anything is written; [`reconcile`] does
+//!   the same for EndpointSlice changes.
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
 //! - [`trigger_time`] computes the last-change-trigger-time annotation.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
@@ -15,6 +16,7 @@ pub mod admin;
 pub mod cases;
 pub mod controller;
 pub mod queue;
+pub mod reconcile;
 pub mod runtime;
 pub mod selector;
 pub mod swap;

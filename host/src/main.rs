@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run the Endpoints controller against a cluster.
+    /// Run the controller against a cluster: Endpoints and EndpointSlices from one policy.
     Run(Box<commands::run::Args>),
     /// Run the controller on the embedded API server with demo data (no cluster needed).
     Demo(commands::demo::Args),

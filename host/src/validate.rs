@@ -83,7 +83,7 @@ fn refused_v4(v4: std::net::Ipv4Addr) -> bool {
 /// refuses (unspecified, loopback, link-local, link-local multicast). An IPv4-mapped IPv6
 /// address (`::ffff:127.0.0.1`) is judged as the IPv4 address it maps, as Go's `net.IP`
 /// methods (which the API server's validation uses) do.
-fn check_ip(ip: &str) -> Result<(), String> {
+pub(crate) fn check_ip(ip: &str) -> Result<(), String> {
     let parsed: IpAddr = ip
         .parse()
         .map_err(|_| format!("{ip:?} is not an IP address"))?;
@@ -111,7 +111,7 @@ fn check_ip(ip: &str) -> Result<(), String> {
 }
 
 /// A DNS-1123 label, as `hostname` and port names must be.
-fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.bytes()

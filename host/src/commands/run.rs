@@ -7,16 +7,17 @@ use std::time::Duration;
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
-use weir::controller::{Config, Controller};
+use weir::controller::{Config, Controller, Outputs};
 use weir::runtime::ActiveGuest;
 use weir::selector::LabelSelector;
 
-/// Run the Endpoints controller: watch Services, Pods and Endpoints and keep every selected
-/// Service's Endpoints right, using the guest's decisions.
+/// Run the controller: watch Services, Pods, Nodes, Endpoints and EndpointSlices and keep
+/// every selected Service's Endpoints and EndpointSlices right, both from one guest decision.
 ///
-/// To replace kube-controller-manager's controller, run kube-controller-manager with
-/// `--controllers=*,-endpoints-controller`; to run beside it, give weir a disjoint
-/// `--service-selector`, or try it first with `--dry-run`.
+/// To replace kube-controller-manager's controllers, run kube-controller-manager with
+/// `--controllers=*,-endpoint,-endpointslice` (or hand over one of them and narrow
+/// `--manage`); to run beside it, give weir a disjoint `--service-selector`, or try it first
+/// with `--dry-run` or a `--shadow-guest`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Kubeconfig file. Default: as kube-rs infers it (KUBECONFIG or ~/.kube/config, else the
@@ -54,6 +55,31 @@ pub struct Args {
     /// Compute every decision and print it as a JSON line on stdout, writing nothing.
     #[arg(long, env = "WEIR_DRY_RUN")]
     pub dry_run: bool,
+
+    /// Which objects weir writes for each Service, from one guest decision: `endpoints`
+    /// (core/v1, deprecated since Kubernetes 1.33), `endpointslices` (discovery.k8s.io/v1,
+    /// what kube-proxy and DNS read), or both. Hand the same ones over from
+    /// kube-controller-manager (`--controllers=*,-endpoint,-endpointslice` for both). A guest
+    /// built for weir:endpoints@0.1.0 renders Endpoints only; weir then says so once.
+    #[arg(
+        long,
+        env = "WEIR_MANAGE",
+        value_delimiter = ',',
+        default_value = "endpoints",
+        value_name = "OUTPUTS"
+    )]
+    pub manage: Vec<Output>,
+
+    /// Most endpoints in one EndpointSlice (kube-controller-manager's
+    /// --max-endpoints-per-slice). Larger slices mean fewer objects but bigger rewrites on
+    /// every change.
+    #[arg(
+        long,
+        env = "WEIR_MAX_ENDPOINTS_PER_SLICE",
+        default_value_t = 100,
+        value_parser = clap::value_parser!(u16).range(1..=1000)
+    )]
+    pub max_endpoints_per_slice: u16,
 
     /// Only a guest with this SHA-256 digest (hex) may run, at start and on every swap.
     #[arg(long, env = "WEIR_GUEST_SHA256", value_name = "HEX")]
@@ -112,6 +138,16 @@ pub struct Args {
     pub shutdown_grace: Duration,
 }
 
+/// An object kind `--manage` can hand to weir.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// core/v1 Endpoints.
+    Endpoints,
+    /// discovery.k8s.io/v1 EndpointSlices.
+    #[value(name = "endpointslices")]
+    EndpointSlices,
+}
+
 impl Args {
     /// The controller configuration these flags describe.
     pub fn config(&self) -> anyhow::Result<Config> {
@@ -140,6 +176,11 @@ impl Args {
             policy_config,
             shutdown_grace: self.shutdown_grace,
             shadow_config,
+            outputs: Outputs {
+                endpoints: self.manage.contains(&Output::Endpoints),
+                endpoint_slices: self.manage.contains(&Output::EndpointSlices),
+                max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
+            },
             ..Config::default()
         })
     }

@@ -1,5 +1,5 @@
-//! The controller's slim caches: Services, Pods and Endpoints as they were last seen, with
-//! the indexes a sync needs. Pods are kept as their WIT view only (about 1 KB each), never as
+//! The controller's slim caches: Services, Pods, Endpoints, EndpointSlices and Nodes as they
+//! were last seen, with the indexes a sync needs. Pods are kept as their WIT view only (about 1 KB each), never as
 //! decoded `Pod` objects, and are indexed by namespace and label so finding a Service's pods
 //! never scans the cluster.
 
@@ -131,6 +131,10 @@ pub struct Cache {
     pods: RwLock<HashMap<String, NamespacePods>>,
     endpoints: RwLock<HashMap<Key, Arc<core::Endpoints>>>,
     service_selector: Option<LabelSelector>,
+    /// EndpointSlices of every manager, indexed by Service.
+    pub slices: super::slices::SliceCache,
+    /// Nodes, reduced to their zone.
+    pub nodes: super::slices::NodeCache,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -257,6 +261,19 @@ impl Cache {
             .get(namespace)
             .map(|ns| ns.values().map(|s| s.view.clone()).collect())
             .unwrap_or_default()
+    }
+
+    /// Keys of the managed Services that ask for topology-aware hints, whose hints depend on
+    /// Nodes (upstream re-syncs such Services after Node changes, R1.16).
+    pub fn topology_hint_service_keys(&self) -> Vec<Key> {
+        read(&self.services)
+            .iter()
+            .flat_map(|(ns, svcs)| {
+                svcs.iter()
+                    .filter(|(_, s)| super::slices::wants_topology_hints(&s.view))
+                    .map(move |(n, _)| key(ns, n))
+            })
+            .collect()
     }
 
     /// Keys of every managed Service.

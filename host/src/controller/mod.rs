@@ -6,6 +6,9 @@
 
 pub mod cache;
 pub mod events;
+pub mod slice_sync;
+pub mod slice_tracker;
+pub mod slices;
 pub mod sync;
 pub mod writer;
 
@@ -16,6 +19,7 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
@@ -52,6 +56,31 @@ pub struct Config {
     pub shadow: Option<crate::runtime::Guest>,
     /// The shadow guest's policy configuration (JSON text); `None` shares `policy_config`.
     pub shadow_config: Option<String>,
+    /// Which outputs weir manages (`--manage`, `--max-endpoints-per-slice`).
+    pub outputs: Outputs,
+}
+
+/// Which objects weir writes for each Service (`--manage`), from one guest decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outputs {
+    /// core/v1 Endpoints.
+    pub endpoints: bool,
+    /// discovery.k8s.io/v1 EndpointSlices.
+    pub endpoint_slices: bool,
+    /// Most endpoints weir puts in one slice (kube-controller-manager's
+    /// `--max-endpoints-per-slice`, 1..=1000).
+    pub max_endpoints_per_slice: usize,
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Outputs {
+            endpoints: true,
+            // Becomes the default once guests can render slices (weir:endpoints@0.2.0).
+            endpoint_slices: false,
+            max_endpoints_per_slice: 100,
+        }
+    }
 }
 
 impl Default for Config {
@@ -67,6 +96,7 @@ impl Default for Config {
             rate_limiter: RateLimiterConfig::default(),
             shadow: None,
             shadow_config: None,
+            outputs: Outputs::default(),
         }
     }
 }
@@ -105,7 +135,7 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// Whether all three caches have synced and workers run.
+    /// Whether every cache has synced and workers run.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
     }
@@ -161,6 +191,9 @@ impl Controller {
             shadow: config.shadow.clone(),
             shadow_config: config.shadow_config.clone(),
             shadow_stats: Default::default(),
+            outputs: config.outputs,
+            slice_tracker: Default::default(),
+            slice_stats: Default::default(),
         });
         let handle = Handle {
             cache,
@@ -202,8 +235,10 @@ impl Controller {
     /// syncs get `shutdown_grace` to finish.
     pub async fn run(self, shutdown: CancellationToken) {
         let handle = self.handle.clone();
-        let (synced_tx, mut synced_rx) = tokio::sync::mpsc::channel::<&'static str>(3);
+        let outputs = self.config.outputs;
+        let (synced_tx, mut synced_rx) = tokio::sync::mpsc::channel::<&'static str>(5);
         let mut informers = tokio::task::JoinSet::new();
+        let mut pending: HashSet<&str> = ["services", "pods"].into();
         informers.spawn(informer(
             self.api::<core::Service>(),
             services_handler(handle.clone()),
@@ -216,16 +251,34 @@ impl Controller {
             synced_tx.clone(),
             "pods",
         ));
-        informers.spawn(informer(
-            self.api::<core::Endpoints>(),
-            endpoints_handler(handle.clone()),
-            synced_tx,
-            "endpoints",
-        ));
+        if outputs.endpoints {
+            pending.insert("endpoints");
+            informers.spawn(informer(
+                self.api::<core::Endpoints>(),
+                endpoints_handler(handle.clone()),
+                synced_tx.clone(),
+                "endpoints",
+            ));
+        }
+        if outputs.endpoint_slices {
+            pending.extend(["endpointslices", "nodes"]);
+            informers.spawn(informer(
+                self.api::<EndpointSlice>(),
+                slices_handler(handle.clone(), self.config.batch_period),
+                synced_tx.clone(),
+                "endpointslices",
+            ));
+            informers.spawn(informer(
+                Api::<core::Node>::all(self.client.clone()),
+                nodes_handler(handle.clone()),
+                synced_tx.clone(),
+                "nodes",
+            ));
+        }
+        drop(synced_tx);
 
-        // Workers start only when all three caches are complete (spec §3.1): a Service synced
+        // Workers start only when every cache is complete (spec §3.1): a Service synced
         // before the pod cache is warm would get empty Endpoints.
-        let mut pending: HashSet<&str> = ["services", "pods", "endpoints"].into();
         while !pending.is_empty() {
             tokio::select! {
                 _ = shutdown.cancelled() => {
@@ -239,7 +292,11 @@ impl Controller {
             }
         }
         handle.synced.store(true, Ordering::Release);
-        let leftovers = sweep_leftovers(&handle);
+        let leftovers = if outputs.endpoints {
+            sweep_leftovers(&handle)
+        } else {
+            0
+        };
         tracing::info!(
             services = handle.cache.service_keys().len(),
             pods = handle.cache.pod_count(),
@@ -477,6 +534,108 @@ fn endpoints_handler(h: Handle) -> impl FnMut(Change<core::Endpoints>) {
                     if !seen.contains(&k) {
                         h.cache.delete_endpoints(&k);
                         h.queue.add(k);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Delay of slice-driven syncs: at least a second, so a burst of slice events (and the watch
+/// catching up with weir's own writes) coalesces into one sync (upstream R1.15e).
+fn slice_delay(batch: Duration) -> Duration {
+    batch.max(Duration::from_secs(1))
+}
+
+fn slices_handler(h: Handle, batch: Duration) -> impl FnMut(Change<EndpointSlice>) {
+    let mut seen: Option<HashSet<String>> = None;
+    move |change| {
+        let enqueue = |old: Option<&EndpointSlice>, new: Option<&EndpointSlice>| {
+            for k in slices::keys_for_slice(&h.syncer.slice_tracker, old, new) {
+                h.queue.add_after(k, slice_delay(batch));
+            }
+        };
+        let apply = |slice: EndpointSlice| {
+            let (ns, name) = names(&slice);
+            let new = std::sync::Arc::new(slice.clone());
+            let old = h.cache.slices.apply(slice);
+            enqueue(old.as_deref(), Some(&new));
+            key(&ns, &name)
+        };
+        let delete = |ns: &str, name: &str, last: Option<EndpointSlice>| {
+            let old = h.cache.slices.delete(ns, name);
+            let old = old.as_deref().cloned().or(last);
+            enqueue(old.as_ref(), None);
+        };
+        match change {
+            Change::Apply(slice) => {
+                apply(slice);
+            }
+            Change::Delete(slice) => {
+                let (ns, name) = names(&slice);
+                delete(&ns, &name, Some(slice));
+            }
+            Change::RelistStart => seen = Some(HashSet::new()),
+            Change::RelistItem(slice) => {
+                let k = apply(slice);
+                seen.get_or_insert_with(HashSet::new).insert(k);
+            }
+            Change::RelistDone => {
+                let seen = seen.take().unwrap_or_default();
+                for k in h.cache.slices.keys() {
+                    if !seen.contains(&k)
+                        && let Some((ns, name)) = k.split_once('/')
+                    {
+                        delete(ns, name, None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn nodes_handler(h: Handle) -> impl FnMut(Change<core::Node>) {
+    let mut seen: Option<HashSet<String>> = None;
+    move |change| {
+        let changed = |old: Option<&slices::NodeView>, new: Option<&slices::NodeView>| {
+            // Only topology-aware hints depend on Nodes beyond each endpoint's zone, which
+            // upstream refreshes at the Service's next sync (R1.16, S97). Upstream re-syncs
+            // only the Services whose hints became overloaded; weir has no host-side hint
+            // state, so it re-syncs every Service asking for hints and the guest writes only
+            // where the hints no longer hold.
+            if slices::NodeView::topology_changed(old, new) && h.is_synced() {
+                for k in h.cache.topology_hint_service_keys() {
+                    h.queue.add(k);
+                }
+            }
+        };
+        let apply = |node: &core::Node| {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let view = slices::NodeView::from_node(node);
+            let old = h.cache.nodes.apply(&name, view.clone());
+            changed(old.as_ref(), Some(&view));
+            name
+        };
+        match change {
+            Change::Apply(node) => {
+                apply(&node);
+            }
+            Change::Delete(node) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let old = h.cache.nodes.delete(&name);
+                changed(old.as_ref(), None);
+            }
+            Change::RelistStart => seen = Some(HashSet::new()),
+            Change::RelistItem(node) => {
+                let name = apply(&node);
+                seen.get_or_insert_with(HashSet::new).insert(name);
+            }
+            Change::RelistDone => {
+                let seen = seen.take().unwrap_or_default();
+                for name in h.cache.nodes.names() {
+                    if !seen.contains(&name) {
+                        let old = h.cache.nodes.delete(&name);
+                        changed(old.as_ref(), None);
                     }
                 }
             }

@@ -31,6 +31,22 @@ pub enum SyncError {
     /// The guest call could not run (the blocking pool is shutting down).
     #[error("guest call aborted: {0}")]
     Aborted(String),
+    /// The cached EndpointSlices are older than weir's own last writes (upstream R6.4).
+    #[error("endpointslice informer cache is out of date for {0}")]
+    StaleSlices(String),
+    /// The guest's slice changes broke the contract.
+    #[error(transparent)]
+    InvalidSlices(#[from] crate::reconcile::slices::SliceViolation),
+    /// The API server refused or failed a slice write.
+    #[error("{action} of an endpoint slice of {key} failed: {source}")]
+    SliceWrite {
+        /// `create`, `update` or `delete`.
+        action: &'static str,
+        /// The Service key.
+        key: String,
+        /// The API error.
+        source: kube::Error,
+    },
     /// The API server refused or failed a write.
     #[error("{action} of endpoints {key} failed: {source}")]
     Write {
@@ -135,6 +151,12 @@ pub struct Syncer {
     pub shadow_config: Option<String>,
     /// What the shadow guest did.
     pub shadow_stats: ShadowStats,
+    /// Which outputs weir writes, and how.
+    pub outputs: super::Outputs,
+    /// Stale-cache guard of the slice path.
+    pub slice_tracker: super::slice_tracker::SliceTracker,
+    /// Counters of the slice path.
+    pub slice_stats: super::slice_sync::SliceStats,
 }
 
 /// Counters of shadow evaluation.
@@ -231,6 +253,17 @@ impl Syncer {
                 }
             }
             _ => {}
+        }
+        if self.outputs.endpoint_slices {
+            match &service {
+                // Its slices go by garbage collection through their ownerReference (R1.20).
+                None => self.slice_tracker.forget(key),
+                // Same order as for Endpoints (R1.26 after R1.20–R1.22).
+                Some(s) if gets_endpoints(s) => {
+                    self.check_slices_fresh(key, &self.cache.slices.for_service(key))?
+                }
+                _ => {}
+            }
         }
         let request = self.request(key, namespace, name, service, stored.as_deref());
         Ok(Prepared::Call {

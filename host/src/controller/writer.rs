@@ -5,9 +5,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::Client;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 
 /// Where decisions go.
 #[derive(Clone)]
@@ -80,6 +81,82 @@ impl Writer {
                     Err(e) => Err(e),
                 }
             }
+        }
+    }
+}
+
+fn print_slice(key: &str, action: &str, slice: serde_json::Value) {
+    let line = serde_json::json!({"key": key, "action": action, "endpointSlice": slice});
+    println!("{line}");
+}
+
+/// A slice write: what to send, and what to do with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceWrite {
+    /// POST (the object has `generateName`).
+    Create,
+    /// PUT by name, with the stored resourceVersion as precondition.
+    Update,
+}
+
+impl Writer {
+    /// Creates or replaces an EndpointSlice; returns the stored object (`None` in a dry run,
+    /// where it prints the object as a JSON line instead).
+    pub async fn store_slice(
+        &self,
+        key: &str,
+        how: SliceWrite,
+        slice: &EndpointSlice,
+    ) -> Result<Option<EndpointSlice>, kube::Error> {
+        let Writer::Api(client) = self else {
+            let action = match how {
+                SliceWrite::Create => "create",
+                SliceWrite::Update => "update",
+            };
+            print_slice(key, action, serde_json::to_value(slice).unwrap_or_default());
+            return Ok(None);
+        };
+        let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
+        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+        let stored = match how {
+            SliceWrite::Create => api.create(&PostParams::default(), slice).await?,
+            SliceWrite::Update => {
+                let name = slice.metadata.name.as_deref().unwrap_or_default();
+                api.replace(name, &PostParams::default(), slice).await?
+            }
+        };
+        Ok(Some(stored))
+    }
+
+    /// Deletes the EndpointSlice `namespace/name` if it still has `uid`; NotFound counts as
+    /// success. Returns whether anything was deleted (false in a dry run).
+    pub async fn delete_slice(
+        &self,
+        key: &str,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool, kube::Error> {
+        let Writer::Api(client) = self else {
+            print_slice(
+                key,
+                "delete",
+                serde_json::json!({"metadata": {"namespace": namespace, "name": name}}),
+            );
+            return Ok(false);
+        };
+        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+        let params = DeleteParams {
+            preconditions: (!uid.is_empty()).then(|| Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(true),
+            Err(e) => Err(e),
         }
     }
 }

@@ -1,0 +1,216 @@
+//! The EndpointSlice tracker: the stale-cache guard of the slice path (upstream rules R6.1–R6.5,
+//! see `docs/operations.md`).
+//!
+//! After weir writes a slice it remembers the generation the API server returned (or that it
+//! expects the slice to be gone). A sync whose cache still shows an older generation, a slice
+//! weir deleted, or misses a slice weir created, would decide from a view that predates its own
+//! write; it fails with a stale-cache error instead and the key is retried with backoff.
+//! Generations, not resourceVersions, are compared because an annotation-only edit by someone
+//! else does not bump the generation and must not make weir's view stale.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+/// `endpointslice.kubernetes.io/managed-by`.
+pub const LABEL_MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
+/// The managed-by value of upstream's EndpointSlice controller, which weir writes too so it
+/// adopts kube-controller-manager's slices (and they adopt weir's).
+pub const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
+/// `kubernetes.io/service-name`.
+pub const LABEL_SERVICE_NAME: &str = "kubernetes.io/service-name";
+
+/// The special generation meaning "weir deleted it and expects it gone".
+const DELETION_EXPECTED: i64 = -1;
+
+/// The label `key` of a slice, if set.
+pub fn label<'a>(slice: &'a EndpointSlice, key: &str) -> Option<&'a str> {
+    slice
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .map(String::as_str)
+}
+
+/// Whether weir (or kube-controller-manager's EndpointSlice controller) manages the slice.
+pub fn is_managed(slice: &EndpointSlice) -> bool {
+    label(slice, LABEL_MANAGED_BY) == Some(MANAGED_BY)
+}
+
+/// The Service key (`namespace/name`) a slice belongs to, from its service-name label; `None`
+/// when the label is missing or empty.
+pub fn service_key(slice: &EndpointSlice) -> Option<String> {
+    let name = label(slice, LABEL_SERVICE_NAME).filter(|n| !n.is_empty())?;
+    let namespace = slice.metadata.namespace.as_deref().unwrap_or("");
+    Some(format!("{namespace}/{name}"))
+}
+
+fn uid(slice: &EndpointSlice) -> &str {
+    slice.metadata.uid.as_deref().unwrap_or("")
+}
+
+fn generation(slice: &EndpointSlice) -> i64 {
+    slice.metadata.generation.unwrap_or(0)
+}
+
+/// Per Service key, slice UID → the generation weir last wrote (or [`DELETION_EXPECTED`]).
+#[derive(Debug, Default)]
+pub struct SliceTracker {
+    services: Mutex<HashMap<String, HashMap<String, i64>>>,
+}
+
+impl SliceTracker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, i64>>> {
+        self.services.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a slice weir created or updated, with the generation the API server returned.
+    pub fn written(&self, service: &str, stored: &EndpointSlice) {
+        self.lock()
+            .entry(service.to_string())
+            .or_default()
+            .insert(uid(stored).to_string(), generation(stored));
+    }
+
+    /// Records that weir deleted the slice with this UID.
+    pub fn deleted(&self, service: &str, uid: &str) {
+        self.lock()
+            .entry(service.to_string())
+            .or_default()
+            .insert(uid.to_string(), DELETION_EXPECTED);
+    }
+
+    /// Whether a slice event calls for a sync of its Service (R6.3): the Service or the slice
+    /// is unknown, or someone else moved the slice past the generation weir wrote.
+    pub fn should_sync(&self, slice: &EndpointSlice) -> bool {
+        let Some(service) = service_key(slice) else {
+            return true;
+        };
+        match self.lock().get(&service).and_then(|s| s.get(uid(slice))) {
+            None => true,
+            Some(&tracked) => generation(slice) > tracked,
+        }
+    }
+
+    /// Whether weir tracks this slice.
+    pub fn has(&self, slice: &EndpointSlice) -> bool {
+        service_key(slice).is_some_and(|service| {
+            self.lock()
+                .get(&service)
+                .is_some_and(|s| s.contains_key(uid(slice)))
+        })
+    }
+
+    /// Forgets a deleted slice; returns whether the deletion was expected (weir deleted it).
+    pub fn handle_deletion(&self, slice: &EndpointSlice) -> bool {
+        let Some(service) = service_key(slice) else {
+            return true;
+        };
+        let mut services = self.lock();
+        let Some(slices) = services.get_mut(&service) else {
+            return true;
+        };
+        let tracked = slices.remove(uid(slice));
+        tracked.is_none_or(|g| g == DELETION_EXPECTED)
+    }
+
+    /// Whether the cached slices of `service` predate weir's own writes (R6.4). `listed` are the
+    /// cached slices weir manages for the Service, without those being deleted.
+    pub fn is_stale<'a>(
+        &self,
+        service: &str,
+        listed: impl IntoIterator<Item = &'a EndpointSlice>,
+    ) -> bool {
+        let services = self.lock();
+        let Some(tracked) = services.get(service) else {
+            return false;
+        };
+        let mut seen = 0usize;
+        for slice in listed {
+            if let Some(&g) = tracked.get(uid(slice)) {
+                if g == DELETION_EXPECTED || g > generation(slice) {
+                    return true;
+                }
+                seen += 1;
+            }
+        }
+        // Every slice weir wrote and still expects must be listed.
+        let expected = tracked.values().filter(|&&g| g >= 0).count();
+        seen < expected
+    }
+
+    /// Forgets a Service (it was deleted; its slices go with it by garbage collection).
+    pub fn forget(&self, service: &str) {
+        self.lock().remove(service);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn slice(uid: &str, generation: i64) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"name": uid, "namespace": "ns", "uid": uid, "generation": generation,
+                         "labels": {LABEL_SERVICE_NAME: "foo", LABEL_MANAGED_BY: MANAGED_BY}},
+            "addressType": "IPv4", "endpoints": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn stale_when_the_cache_is_behind_our_write() {
+        // S74: tracked 12 / cached 10 → stale; 10/10 and 1/10 → not.
+        let t = SliceTracker::default();
+        t.written("ns/foo", &slice("a", 12));
+        assert!(t.is_stale("ns/foo", [&slice("a", 10)]));
+        t.written("ns/foo", &slice("a", 10));
+        assert!(!t.is_stale("ns/foo", [&slice("a", 10)]));
+        t.written("ns/foo", &slice("a", 1));
+        assert!(!t.is_stale("ns/foo", [&slice("a", 10)]));
+    }
+
+    #[test]
+    fn stale_when_a_deleted_slice_is_listed_or_a_written_one_is_missing() {
+        // S75.
+        let t = SliceTracker::default();
+        assert!(
+            !t.is_stale("ns/foo", [&slice("a", 1)]),
+            "untracked Service is never stale"
+        );
+        t.deleted("ns/foo", "a");
+        assert!(t.is_stale("ns/foo", [&slice("a", 1)]));
+        assert!(!t.is_stale("ns/foo", []));
+        t.written("ns/foo", &slice("b", 1));
+        assert!(
+            t.is_stale("ns/foo", []),
+            "our create is not in the cache yet"
+        );
+        assert!(!t.is_stale("ns/foo", [&slice("b", 1)]));
+        t.forget("ns/foo");
+        assert!(!t.is_stale("ns/foo", [&slice("a", 1)]));
+    }
+
+    #[test]
+    fn events_sync_only_for_changes_by_others() {
+        // S76.
+        let t = SliceTracker::default();
+        assert!(t.should_sync(&slice("a", 1)), "unknown Service");
+        t.written("ns/foo", &slice("a", 2));
+        assert!(!t.should_sync(&slice("a", 2)), "our own write coming back");
+        assert!(t.should_sync(&slice("a", 3)), "someone else edited it");
+        assert!(t.should_sync(&slice("b", 1)), "a slice we never wrote");
+        assert!(t.has(&slice("a", 3)));
+        assert!(
+            !t.handle_deletion(&slice("a", 3)),
+            "a tracked slice deleted by someone else"
+        );
+        assert!(!t.has(&slice("a", 3)));
+        t.deleted("ns/foo", "b");
+        assert!(t.handle_deletion(&slice("b", 1)), "our own delete");
+        assert!(t.handle_deletion(&slice("c", 1)), "untracked");
+    }
+}

@@ -1,0 +1,504 @@
+//! The slice path's caches and event mapping: EndpointSlices indexed by their Service, Nodes
+//! reduced to their zone, and which Service keys their events enqueue (upstream rules R1.15,
+//! R1.16; see `docs/operations.md`).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use super::cache::Key;
+use super::slice_tracker::{
+    LABEL_MANAGED_BY, LABEL_SERVICE_NAME, SliceTracker, is_managed, label, service_key,
+};
+use crate::runtime::bindings as wit;
+
+/// Label of a Node naming its zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// Service annotation switching on topology-aware hints (`Auto`/`auto`).
+pub const TOPOLOGY_MODE_ANNOTATION: &str = "service.kubernetes.io/topology-mode";
+/// The deprecated form of [`TOPOLOGY_MODE_ANNOTATION`]; it wins when both are set.
+pub const TOPOLOGY_HINTS_ANNOTATION: &str = "service.kubernetes.io/topology-aware-hints";
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Cached EndpointSlices of every manager, by `namespace/name`, indexed by the Service their
+/// `kubernetes.io/service-name` label names. managedFields are dropped; nothing reads them.
+#[derive(Debug, Default)]
+pub struct SliceCache {
+    inner: RwLock<SliceIndex>,
+}
+
+#[derive(Debug, Default)]
+struct SliceIndex {
+    slices: HashMap<Key, Arc<EndpointSlice>>,
+    by_service: HashMap<Key, HashSet<Key>>,
+}
+
+fn object_key(slice: &EndpointSlice) -> Key {
+    super::cache::key(
+        slice.metadata.namespace.as_deref().unwrap_or(""),
+        slice.metadata.name.as_deref().unwrap_or(""),
+    )
+}
+
+impl SliceIndex {
+    fn unindex(&mut self, k: &Key, slice: &EndpointSlice) {
+        if let Some(service) = service_key(slice)
+            && let Some(names) = self.by_service.get_mut(&service)
+        {
+            names.remove(k);
+            if names.is_empty() {
+                self.by_service.remove(&service);
+            }
+        }
+    }
+}
+
+impl SliceCache {
+    /// Stores a slice, returning the previous version.
+    pub fn apply(&self, mut slice: EndpointSlice) -> Option<Arc<EndpointSlice>> {
+        slice.metadata.managed_fields = None;
+        let k = object_key(&slice);
+        let service = service_key(&slice);
+        let mut index = write(&self.inner);
+        let old = index.slices.insert(k.clone(), Arc::new(slice));
+        if let Some(old) = &old {
+            index.unindex(&k, old);
+        }
+        if let Some(service) = service {
+            index.by_service.entry(service).or_default().insert(k);
+        }
+        old
+    }
+
+    /// Forgets a deleted slice, returning what was cached.
+    pub fn delete(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
+        let k = super::cache::key(namespace, name);
+        let mut index = write(&self.inner);
+        let old = index.slices.remove(&k)?;
+        index.unindex(&k, &old);
+        Some(old)
+    }
+
+    /// Every cached slice labelled for the Service `key`, whoever manages it.
+    pub fn for_service(&self, key: &str) -> Vec<Arc<EndpointSlice>> {
+        let index = read(&self.inner);
+        let mut slices: Vec<_> = index
+            .by_service
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| index.slices.get(k).cloned())
+            .collect();
+        // A stable order, so the same cache gives the guest the same request.
+        slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        slices
+    }
+
+    /// `namespace/name` of every cached slice (for relists).
+    pub fn keys(&self) -> Vec<Key> {
+        read(&self.inner).slices.keys().cloned().collect()
+    }
+
+    /// Number of cached slices.
+    pub fn len(&self) -> usize {
+        read(&self.inner).slices.len()
+    }
+
+    /// Whether no slice is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What weir keeps of a Node (a few dozen bytes instead of the decoded object): its zone, and
+/// what topology-aware hints weigh zones by.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeView {
+    /// The `topology.kubernetes.io/zone` label, when set and not empty.
+    pub zone: Option<String>,
+    /// Whether the Node's `Ready` condition is `True`.
+    pub ready: bool,
+    /// `status.allocatable.cpu` in millicores (0 when absent or unreadable).
+    pub cpu_millis: u64,
+    /// Whether the Node is labelled as a control-plane (or master) Node.
+    pub control_plane: bool,
+}
+
+impl NodeView {
+    /// Projects a Node.
+    pub fn from_node(node: &core::Node) -> Self {
+        let labels = node.metadata.labels.as_ref();
+        let status = node.status.as_ref();
+        NodeView {
+            zone: labels
+                .and_then(|l| l.get(ZONE_LABEL))
+                .filter(|z| !z.is_empty())
+                .cloned(),
+            ready: status
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+                .is_some_and(|c| c.status == "True"),
+            cpu_millis: status
+                .and_then(|s| s.allocatable.as_ref())
+                .and_then(|a| a.get("cpu"))
+                .and_then(|q| cpu_millis(&q.0))
+                .unwrap_or(0),
+            control_plane: labels.is_some_and(|l| {
+                l.contains_key("node-role.kubernetes.io/control-plane")
+                    || l.contains_key("node-role.kubernetes.io/master")
+            }),
+        }
+    }
+
+    /// Whether a change from `old` matters to topology-aware hints (R1.16): the Node came or
+    /// went, its readiness or its zone changed.
+    pub fn topology_changed(old: Option<&NodeView>, new: Option<&NodeView>) -> bool {
+        match (old, new) {
+            (Some(o), Some(n)) => o.ready != n.ready || o.zone != n.zone,
+            (None, None) => false,
+            _ => true,
+        }
+    }
+}
+
+/// A CPU quantity (`2`, `1500m`, `0.5`) in millicores. Hand-written because neither
+/// k8s-openapi nor kube parses quantities and CPU is written in these forms; binary suffixes
+/// (`Ki`, ...), which make no sense for CPU, are refused (the Node then counts as no CPU).
+fn cpu_millis(q: &str) -> Option<u64> {
+    let q = q.trim();
+    if let Some(m) = q.strip_suffix('m') {
+        return m.parse().ok();
+    }
+    let cores: f64 = q.parse().ok()?;
+    (cores.is_finite() && cores >= 0.0).then(|| (cores * 1000.0).round() as u64)
+}
+
+/// Nodes by name.
+#[derive(Debug, Default)]
+pub struct NodeCache {
+    nodes: RwLock<HashMap<String, NodeView>>,
+}
+
+impl NodeCache {
+    /// Stores a Node's view, returning the previous one.
+    pub fn apply(&self, name: &str, view: NodeView) -> Option<NodeView> {
+        write(&self.nodes).insert(name.to_string(), view)
+    }
+
+    /// Forgets a deleted Node.
+    pub fn delete(&self, name: &str) -> Option<NodeView> {
+        write(&self.nodes).remove(name)
+    }
+
+    /// The Node `name`: `None` when it does not exist.
+    pub fn get(&self, name: &str) -> Option<NodeView> {
+        read(&self.nodes).get(name).cloned()
+    }
+
+    /// Names of every cached Node (for relists).
+    pub fn names(&self) -> Vec<String> {
+        read(&self.nodes).keys().cloned().collect()
+    }
+
+    /// Allocatable CPU per zone of the Nodes topology-aware hints count (R5.10): Ready and
+    /// not control-plane. `None` when one of them lacks a zone or CPU, since upstream then
+    /// gives no hints at all.
+    pub fn zone_capacities(&self) -> Option<Vec<(String, u64)>> {
+        let mut zones: std::collections::BTreeMap<String, u64> = Default::default();
+        for node in read(&self.nodes).values() {
+            if node.control_plane || !node.ready {
+                continue;
+            }
+            let zone = node.zone.as_ref().filter(|_| node.cpu_millis > 0)?;
+            *zones.entry(zone.clone()).or_default() += node.cpu_millis;
+        }
+        Some(zones.into_iter().collect())
+    }
+}
+
+/// Service keys a slice event enqueues (R1.15); `old`/`new` are `None` for an add or a
+/// delete. A delete of a slice weir tracks is recorded in `tracker`.
+pub fn keys_for_slice(
+    tracker: &SliceTracker,
+    old: Option<&EndpointSlice>,
+    new: Option<&EndpointSlice>,
+) -> Vec<Key> {
+    match (old, new) {
+        (None, None) => Vec::new(),
+        (None, Some(slice)) => {
+            if is_managed(slice) && tracker.should_sync(slice) {
+                service_key(slice).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+        (Some(old), Some(new)) => {
+            // A slice that left weir's hands (another Service or another manager) is no
+            // longer expected by the old Service's sync. Upstream keeps expecting it and so
+            // fails every later sync of that Service as stale (R1.32); weir forgets it.
+            if service_key(old) != service_key(new) || (is_managed(old) && !is_managed(new)) {
+                tracker.handle_deletion(old);
+            }
+            if label(old, LABEL_SERVICE_NAME) != label(new, LABEL_SERVICE_NAME) {
+                // Moved to another Service: both must look again.
+                return service_key(new)
+                    .into_iter()
+                    .chain(service_key(old))
+                    .collect();
+            }
+            let ownership_changed = label(old, LABEL_MANAGED_BY) != label(new, LABEL_MANAGED_BY)
+                && (is_managed(old) || is_managed(new));
+            if ownership_changed || (is_managed(new) && tracker.should_sync(new)) {
+                service_key(new).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+        (Some(slice), None) => {
+            if is_managed(slice) && tracker.has(slice) && !tracker.handle_deletion(slice) {
+                service_key(slice).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// Whether a Service asks for topology-aware hints (the annotation, not trafficDistribution).
+pub fn wants_topology_hints(service: &wit::Service) -> bool {
+    let get = |key: &str| {
+        service
+            .annotations
+            .iter()
+            .find(|kv| kv.key == key)
+            .map(|kv| kv.value.as_str())
+    };
+    // The deprecated annotation wins whenever it is present (R5.1).
+    let value = get(TOPOLOGY_HINTS_ANNOTATION).or_else(|| get(TOPOLOGY_MODE_ANNOTATION));
+    matches!(value, Some("Auto" | "auto"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::slice_tracker::MANAGED_BY;
+    use super::*;
+    use serde_json::json;
+
+    fn slice(name: &str, service: &str, managed_by: &str, generation: i64) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": name, "generation": generation,
+                         "labels": {LABEL_SERVICE_NAME: service, LABEL_MANAGED_BY: managed_by},
+                         "managedFields": [{"manager": "x"}]},
+            "addressType": "IPv4", "endpoints": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn cache_indexes_by_service_and_follows_relabels() {
+        let cache = SliceCache::default();
+        cache.apply(slice("a", "foo", MANAGED_BY, 1));
+        cache.apply(slice("b", "foo", "other", 1));
+        cache.apply(slice("c", "bar", MANAGED_BY, 1));
+        let names = |v: Vec<Arc<EndpointSlice>>| -> Vec<String> {
+            v.iter().map(|s| s.metadata.name.clone().unwrap()).collect()
+        };
+        assert_eq!(names(cache.for_service("ns/foo")), ["a", "b"]);
+        assert!(
+            cache.for_service("ns/foo")[0]
+                .metadata
+                .managed_fields
+                .is_none()
+        );
+        cache.apply(slice("a", "bar", MANAGED_BY, 2));
+        assert_eq!(names(cache.for_service("ns/foo")), ["b"]);
+        assert_eq!(names(cache.for_service("ns/bar")), ["a", "c"]);
+        cache.delete("ns", "c");
+        assert_eq!(names(cache.for_service("ns/bar")), ["a"]);
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn slice_events_follow_upstream() {
+        // S76.
+        let t = SliceTracker::default();
+        let ours = slice("a", "foo", MANAGED_BY, 1);
+        assert_eq!(keys_for_slice(&t, None, Some(&ours)), ["ns/foo"]);
+        assert!(
+            keys_for_slice(&t, None, Some(&slice("x", "foo", "other", 1))).is_empty(),
+            "foreign slices are not ours to sync for"
+        );
+        t.written("ns/foo", &ours);
+        assert!(
+            keys_for_slice(&t, None, Some(&ours)).is_empty(),
+            "our own write"
+        );
+        let edited = slice("a", "foo", MANAGED_BY, 2);
+        assert_eq!(keys_for_slice(&t, Some(&ours), Some(&edited)), ["ns/foo"]);
+        let taken = slice("a", "foo", "other", 1);
+        assert_eq!(keys_for_slice(&t, Some(&ours), Some(&taken)), ["ns/foo"]);
+        assert!(
+            !t.is_stale("ns/foo", []),
+            "a slice handed to another manager is no longer expected (unlike upstream's R1.32)"
+        );
+        t.written("ns/foo", &ours);
+        let moved = slice("a", "bar", MANAGED_BY, 1);
+        assert_eq!(
+            keys_for_slice(&t, Some(&ours), Some(&moved)),
+            ["ns/bar", "ns/foo"]
+        );
+        t.written("ns/foo", &ours);
+        assert_eq!(
+            keys_for_slice(&t, Some(&ours), None),
+            ["ns/foo"],
+            "unexpected delete"
+        );
+        assert!(
+            keys_for_slice(&t, Some(&slice("u", "foo", MANAGED_BY, 1)), None).is_empty(),
+            "untracked delete"
+        );
+        let b = slice("b", "foo", MANAGED_BY, 1);
+        t.written("ns/foo", &b);
+        t.deleted("ns/foo", "b");
+        assert!(
+            keys_for_slice(&t, Some(&b), None).is_empty(),
+            "our own delete"
+        );
+    }
+
+    #[test]
+    fn topology_annotation_precedence() {
+        let svc = |pairs: &[(&str, &str)]| wit::Service {
+            namespace: "ns".into(),
+            name: "s".into(),
+            uid: String::new(),
+            labels: vec![],
+            annotations: pairs
+                .iter()
+                .map(|(k, v)| wit::KeyValue {
+                    key: k.to_string(),
+                    value: v.to_string(),
+                })
+                .collect(),
+            creation_timestamp: None,
+            selector: None,
+            service_type: "ClusterIP".into(),
+            cluster_ip: String::new(),
+            cluster_ips: vec![],
+            ip_families: vec![],
+            ports: vec![],
+            publish_not_ready_addresses: false,
+        };
+        assert!(wants_topology_hints(&svc(&[(
+            TOPOLOGY_MODE_ANNOTATION,
+            "auto"
+        )])));
+        assert!(!wants_topology_hints(&svc(&[(
+            TOPOLOGY_MODE_ANNOTATION,
+            "AUTO"
+        )])));
+        assert!(!wants_topology_hints(&svc(&[
+            (TOPOLOGY_MODE_ANNOTATION, "auto"),
+            (TOPOLOGY_HINTS_ANNOTATION, "disabled")
+        ])));
+        assert!(wants_topology_hints(&svc(&[
+            (TOPOLOGY_MODE_ANNOTATION, "disabled"),
+            (TOPOLOGY_HINTS_ANNOTATION, "Auto")
+        ])));
+    }
+
+    fn node(zone: Option<&str>, ready: bool, cpu: &str, labels: serde_json::Value) -> core::Node {
+        let mut labels = labels;
+        if let Some(z) = zone {
+            labels[ZONE_LABEL] = json!(z);
+        }
+        serde_json::from_value(json!({
+            "metadata": {"name": "n", "labels": labels},
+            "status": {"allocatable": {"cpu": cpu},
+                       "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn nodes_project_to_zone_readiness_and_cpu() {
+        let v = NodeView::from_node(&node(Some("a"), true, "1500m", json!({})));
+        assert_eq!(v.zone.as_deref(), Some("a"));
+        assert!(v.ready && !v.control_plane);
+        assert_eq!(v.cpu_millis, 1500);
+        assert_eq!(
+            NodeView::from_node(&node(None, true, "2", json!({}))).cpu_millis,
+            2000
+        );
+        assert_eq!(
+            NodeView::from_node(&node(Some(""), true, "0.5", json!({}))).zone,
+            None
+        );
+        assert_eq!(
+            cpu_millis("1e3"),
+            Some(1_000_000),
+            "scientific notation parses as a number"
+        );
+        assert_eq!(cpu_millis("lots"), None);
+        let cp = NodeView::from_node(&node(
+            None,
+            true,
+            "1",
+            json!({"node-role.kubernetes.io/control-plane": ""}),
+        ));
+        assert!(cp.control_plane);
+
+        let a = NodeView::from_node(&node(Some("a"), true, "1", json!({})));
+        let mut b = a.clone();
+        b.cpu_millis = 5;
+        assert!(
+            !NodeView::topology_changed(Some(&a), Some(&b)),
+            "CPU alone does not resync"
+        );
+        b.ready = false;
+        assert!(NodeView::topology_changed(Some(&a), Some(&b)));
+        assert!(NodeView::topology_changed(None, Some(&a)));
+
+        let nodes = NodeCache::default();
+        nodes.apply("n1", a.clone());
+        nodes.apply(
+            "n2",
+            NodeView {
+                zone: Some("b".into()),
+                ..a.clone()
+            },
+        );
+        nodes.apply(
+            "n3",
+            NodeView {
+                zone: Some("b".into()),
+                ..a.clone()
+            },
+        );
+        nodes.apply("cp", cp);
+        nodes.apply(
+            "down",
+            NodeView {
+                ready: false,
+                zone: None,
+                ..a.clone()
+            },
+        );
+        assert_eq!(
+            nodes.zone_capacities(),
+            Some(vec![("a".into(), 1000), ("b".into(), 2000)]),
+            "control-plane and not-ready Nodes do not count"
+        );
+        nodes.apply("nozone", NodeView { zone: None, ..a });
+        assert_eq!(nodes.zone_capacities(), None);
+    }
+}

@@ -1,0 +1,797 @@
+//! Checking a guest's EndpointSlice changes before anything is written, and turning them into
+//! the objects to send. Pure: the controller and the case runner share it.
+//!
+//! A refused decision writes nothing at all (neither slices nor Endpoints): the controller
+//! records an Event and a metric and retries the key with backoff.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
+
+use crate::controller::slice_tracker::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY, label};
+
+/// Most endpoints the API server accepts in one slice, whatever `--max-endpoints-per-slice`.
+pub const API_MAX_ENDPOINTS: usize = 1000;
+/// Most addresses the API server accepts in one endpoint.
+const API_MAX_ADDRESSES: usize = 100;
+
+/// The slice changes of one decision, as Kubernetes objects.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SliceChanges {
+    /// Slices to create (with `generateName`).
+    pub create: Vec<EndpointSlice>,
+    /// Slices to replace, by name.
+    pub update: Vec<EndpointSlice>,
+    /// Names of slices to delete.
+    pub delete: Vec<String>,
+}
+
+impl SliceChanges {
+    /// Whether nothing is to be written.
+    pub fn is_empty(&self) -> bool {
+        self.create.is_empty() && self.update.is_empty() && self.delete.is_empty()
+    }
+}
+
+/// A slice to delete, with the UID it had so the delete cannot hit a namesake made since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceDelete {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.uid` of the stored slice.
+    pub uid: String,
+}
+
+/// Validated slice writes, ready to send.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SlicePlan {
+    /// Objects to POST.
+    pub create: Vec<EndpointSlice>,
+    /// Objects to PUT; each carries the stored resourceVersion as precondition.
+    pub update: Vec<EndpointSlice>,
+    /// Slices to DELETE.
+    pub delete: Vec<SliceDelete>,
+}
+
+impl SlicePlan {
+    /// Whether nothing is to be written.
+    pub fn is_empty(&self) -> bool {
+        self.create.is_empty() && self.update.is_empty() && self.delete.is_empty()
+    }
+
+    /// How many writes the plan makes.
+    pub fn writes(&self) -> usize {
+        self.create.len() + self.update.len() + self.delete.len()
+    }
+}
+
+/// Which rule a refused slice decision broke (the `reason` label of the refusal metric).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// A slice labelled, placed or owned for another Service.
+    OtherService,
+    /// An update without a name, or an update or delete of a slice weir does not manage, or a
+    /// write that would leave a slice weir does not manage.
+    Unmanaged,
+    /// More endpoints in a slice than the maximum.
+    TooManyEndpoints,
+    /// An address that does not fit the slice's addressType, or an unknown addressType.
+    AddressType,
+    /// The same endpoint twice within one port group.
+    DuplicateEndpoint,
+    /// Any other field the API server would refuse.
+    Invalid,
+}
+
+impl Refusal {
+    /// Every reason, for metrics that list each one.
+    pub const ALL: [Refusal; 6] = [
+        Refusal::OtherService,
+        Refusal::Unmanaged,
+        Refusal::TooManyEndpoints,
+        Refusal::AddressType,
+        Refusal::DuplicateEndpoint,
+        Refusal::Invalid,
+    ];
+
+    /// The metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::OtherService => "other_service",
+            Refusal::Unmanaged => "unmanaged",
+            Refusal::TooManyEndpoints => "too_many_endpoints",
+            Refusal::AddressType => "address_type",
+            Refusal::DuplicateEndpoint => "duplicate_endpoint",
+            Refusal::Invalid => "invalid",
+        }
+    }
+}
+
+/// A slice decision that breaks the contract.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("guest EndpointSlice decision refused: {message}")]
+pub struct SliceViolation {
+    /// The broken rule.
+    pub reason: Refusal,
+    /// What is wrong, naming the slice and field.
+    pub message: String,
+}
+
+/// A slice's endpoints (absent reads as none).
+fn endpoints(slice: &EndpointSlice) -> &[Endpoint] {
+    slice.endpoints.as_deref().unwrap_or_default()
+}
+
+fn refuse(reason: Refusal, message: String) -> SliceViolation {
+    SliceViolation { reason, message }
+}
+
+/// What the decision is checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct SliceContext<'a> {
+    /// The Service's namespace.
+    pub namespace: &'a str,
+    /// The Service's name.
+    pub name: &'a str,
+    /// The Service's UID; `None` when it is gone or unknown.
+    pub service_uid: Option<&'a str>,
+    /// Every stored slice labelled for the Service, whoever manages it.
+    pub stored: &'a [Arc<EndpointSlice>],
+    /// `--max-endpoints-per-slice`.
+    pub max_endpoints_per_slice: usize,
+}
+
+/// Validates `changes` for the Service of `ctx` and builds the writes.
+pub fn validate_slices(
+    ctx: &SliceContext<'_>,
+    changes: &SliceChanges,
+) -> Result<SlicePlan, SliceViolation> {
+    let stored: HashMap<&str, &EndpointSlice> = ctx
+        .stored
+        .iter()
+        .filter_map(|s| Some((s.metadata.name.as_deref()?, s.as_ref())))
+        .collect();
+    let mut plan = SlicePlan::default();
+    for (i, slice) in changes.create.iter().enumerate() {
+        let at = format!("endpointSlices.create[{i}]");
+        check_slice(ctx, &at, slice, None)?;
+        if slice.metadata.name.as_deref().unwrap_or("").is_empty()
+            && slice
+                .metadata
+                .generate_name
+                .as_deref()
+                .unwrap_or("")
+                .is_empty()
+        {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!("{at}.metadata: a create needs generateName (or a name)"),
+            ));
+        }
+        if let Some(name) = slice.metadata.name.as_deref().filter(|n| !n.is_empty())
+            && stored.contains_key(name)
+        {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!("{at}.metadata.name: slice {name:?} already exists (use update)"),
+            ));
+        }
+        let mut object = slice.clone();
+        object.metadata.namespace = Some(ctx.namespace.to_string());
+        object.metadata.resource_version = None;
+        object.metadata.uid = None;
+        plan.create.push(object);
+    }
+    for (i, slice) in changes.update.iter().enumerate() {
+        let name = slice.metadata.name.as_deref().unwrap_or("");
+        let at = format!("endpointSlices.update[{i}]");
+        if name.is_empty() {
+            return Err(refuse(
+                Refusal::Unmanaged,
+                format!("{at}.metadata.name: an update needs the name of the slice it replaces"),
+            ));
+        }
+        let old = managed_stored(ctx, &stored, name, &at, "update")?;
+        check_slice(ctx, &at, slice, Some(old))?;
+        plan.update.push(updated_object(old, slice));
+    }
+    for (i, name) in changes.delete.iter().enumerate() {
+        let at = format!("endpointSlices.delete[{i}]");
+        let old = managed_stored(ctx, &stored, name, &at, "delete")?;
+        plan.delete.push(SliceDelete {
+            name: name.clone(),
+            uid: old.metadata.uid.clone().unwrap_or_default(),
+        });
+    }
+    check_unique_names(&plan)?;
+    check_duplicates(ctx, &plan)?;
+    Ok(plan)
+}
+
+/// The stored slice `name`, if weir may write it.
+fn managed_stored<'a>(
+    ctx: &SliceContext<'_>,
+    stored: &HashMap<&str, &'a EndpointSlice>,
+    name: &str,
+    at: &str,
+    verb: &str,
+) -> Result<&'a EndpointSlice, SliceViolation> {
+    let Some(old) = stored.get(name) else {
+        return Err(refuse(
+            Refusal::Unmanaged,
+            format!(
+                "{at}: {verb} of slice {name:?}, which is not a slice of Service {}/{}",
+                ctx.namespace, ctx.name
+            ),
+        ));
+    };
+    if label(old, LABEL_MANAGED_BY) != Some(MANAGED_BY) {
+        return Err(refuse(
+            Refusal::Unmanaged,
+            format!(
+                "{at}: {verb} of slice {name:?}, which is managed by {:?}, not {MANAGED_BY}",
+                label(old, LABEL_MANAGED_BY).unwrap_or("")
+            ),
+        ));
+    }
+    Ok(old)
+}
+
+/// The object to PUT: the guest's slice on the stored object's identity, with the stored
+/// resourceVersion as precondition so a concurrent change fails instead of being overwritten.
+fn updated_object(old: &EndpointSlice, new: &EndpointSlice) -> EndpointSlice {
+    let mut object = new.clone();
+    let meta = &mut object.metadata;
+    meta.namespace = old.metadata.namespace.clone();
+    meta.uid = old.metadata.uid.clone();
+    meta.resource_version = old.metadata.resource_version.clone();
+    meta.creation_timestamp = old.metadata.creation_timestamp.clone();
+    meta.generation = old.metadata.generation;
+    if meta.finalizers.is_none() {
+        meta.finalizers = old.metadata.finalizers.clone();
+    }
+    meta.managed_fields = None;
+    object
+}
+
+fn check_slice(
+    ctx: &SliceContext<'_>,
+    at: &str,
+    slice: &EndpointSlice,
+    old: Option<&EndpointSlice>,
+) -> Result<(), SliceViolation> {
+    let meta = &slice.metadata;
+    if let Some(ns) = meta.namespace.as_deref()
+        && !ns.is_empty()
+        && ns != ctx.namespace
+    {
+        return Err(refuse(
+            Refusal::OtherService,
+            format!(
+                "{at}.metadata.namespace: {ns:?}, but the Service is {}/{}",
+                ctx.namespace, ctx.name
+            ),
+        ));
+    }
+    let service = label(slice, LABEL_SERVICE_NAME).unwrap_or("");
+    if service != ctx.name {
+        return Err(refuse(
+            Refusal::OtherService,
+            format!(
+                "{at}.metadata.labels[{LABEL_SERVICE_NAME}]: {service:?}, but the Service is {}/{}",
+                ctx.namespace, ctx.name
+            ),
+        ));
+    }
+    for (j, owner) in meta.owner_references.iter().flatten().enumerate() {
+        let is_service = owner.kind == "Service" && owner.api_version == "v1";
+        let other_uid = ctx.service_uid.is_some_and(|uid| owner.uid != uid);
+        if is_service && owner.controller == Some(true) && (owner.name != ctx.name || other_uid) {
+            return Err(refuse(
+                Refusal::OtherService,
+                format!(
+                    "{at}.metadata.ownerReferences[{j}]: Service {:?} (uid {:?}), but the Service is {}/{}",
+                    owner.name, owner.uid, ctx.namespace, ctx.name
+                ),
+            ));
+        }
+    }
+    if label(slice, LABEL_MANAGED_BY) != Some(MANAGED_BY) {
+        return Err(refuse(
+            Refusal::Unmanaged,
+            format!(
+                "{at}.metadata.labels[{LABEL_MANAGED_BY}]: {:?}; weir writes only slices labelled {MANAGED_BY}",
+                label(slice, LABEL_MANAGED_BY).unwrap_or("")
+            ),
+        ));
+    }
+    let n = endpoints(slice).len();
+    // An update may keep a slice that already held more than the maximum (written with a
+    // larger maximum), as long as it does not grow it.
+    let allowed = old
+        .map_or(0, |o| endpoints(o).len())
+        .max(ctx.max_endpoints_per_slice);
+    if n > allowed.min(API_MAX_ENDPOINTS) {
+        return Err(refuse(
+            Refusal::TooManyEndpoints,
+            format!(
+                "{at}.endpoints: {n} endpoints, over the maximum of {} per slice",
+                ctx.max_endpoints_per_slice
+            ),
+        ));
+    }
+    if !matches!(slice.address_type.as_str(), "IPv4" | "IPv6" | "FQDN") {
+        return Err(refuse(
+            Refusal::AddressType,
+            format!(
+                "{at}.addressType: {:?} is not IPv4, IPv6 or FQDN",
+                slice.address_type
+            ),
+        ));
+    }
+    for (j, endpoint) in endpoints(slice).iter().enumerate() {
+        let at = format!("{at}.endpoints[{j}]");
+        if endpoint.addresses.is_empty() || endpoint.addresses.len() > API_MAX_ADDRESSES {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!(
+                    "{at}.addresses: {} addresses; an endpoint holds 1 to {API_MAX_ADDRESSES}",
+                    endpoint.addresses.len()
+                ),
+            ));
+        }
+        for (k, address) in endpoint.addresses.iter().enumerate() {
+            if !fits_address_type(address, &slice.address_type) {
+                return Err(refuse(
+                    Refusal::AddressType,
+                    format!(
+                        "{at}.addresses[{k}]: {address:?} is not an {} address",
+                        slice.address_type
+                    ),
+                ));
+            }
+            if slice.address_type != "FQDN" {
+                crate::validate::check_ip(address)
+                    .map_err(|m| refuse(Refusal::Invalid, format!("{at}.addresses[{k}]: {m}")))?;
+            }
+        }
+        if let Some(h) = endpoint.hostname.as_deref()
+            && !crate::validate::is_dns_label(h)
+        {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!("{at}.hostname: {h:?} is not a DNS label"),
+            ));
+        }
+    }
+    let mut names = BTreeSet::new();
+    for (j, port) in slice.ports.iter().flatten().enumerate() {
+        let at = format!("{at}.ports[{j}]");
+        if let Some(p) = port.port
+            && !(1..=65535).contains(&p)
+        {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!("{at}.port: {p} is not in 1-65535"),
+            ));
+        }
+        if let Some(proto) = port.protocol.as_deref()
+            && !matches!(proto, "TCP" | "UDP" | "SCTP")
+        {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!("{at}.protocol: {proto:?} is not TCP, UDP or SCTP"),
+            ));
+        }
+        let name = port.name.clone().unwrap_or_default();
+        if !names.insert(name.clone()) {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!("{at}.name: {name:?} appears twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_unique_names(plan: &SlicePlan) -> Result<(), SliceViolation> {
+    let mut seen = BTreeSet::new();
+    let names = plan
+        .update
+        .iter()
+        .filter_map(|s| s.metadata.name.as_deref())
+        .chain(plan.delete.iter().map(|d| d.name.as_str()));
+    for name in names {
+        if !seen.insert(name) {
+            return Err(refuse(
+                Refusal::Invalid,
+                format!("slice {name:?} is updated or deleted twice in one decision"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A port as a comparable tuple: (name, port, protocol, appProtocol).
+type PortKey = (Option<String>, Option<i32>, Option<String>, Option<String>);
+
+/// A port group: the address type and the set of ports (order does not matter).
+type GroupKey = (String, BTreeSet<PortKey>);
+
+fn group_key(slice: &EndpointSlice) -> GroupKey {
+    let port = |p: &EndpointPort| {
+        (
+            p.name.clone(),
+            p.port,
+            p.protocol.clone(),
+            p.app_protocol.clone(),
+        )
+    };
+    (
+        slice.address_type.clone(),
+        slice.ports.iter().flatten().map(port).collect(),
+    )
+}
+
+/// An endpoint's identity: its addresses (as a set), hostname and the pod behind it.
+type EndpointKey = (BTreeSet<String>, String, String, String);
+
+fn endpoint_key(e: &Endpoint) -> EndpointKey {
+    let target = e.target_ref.as_ref();
+    (
+        e.addresses.iter().cloned().collect(),
+        e.hostname.clone().unwrap_or_default(),
+        target.and_then(|t| t.namespace.clone()).unwrap_or_default(),
+        target.and_then(|t| t.name.clone()).unwrap_or_default(),
+    )
+}
+
+/// Refuses an endpoint that a written slice would hold twice within its port group, counting
+/// the stored slices weir manages that the decision leaves in place.
+fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), SliceViolation> {
+    let replaced: BTreeSet<&str> = plan
+        .update
+        .iter()
+        .filter_map(|s| s.metadata.name.as_deref())
+        .chain(plan.delete.iter().map(|d| d.name.as_str()))
+        .collect();
+    let kept = ctx.stored.iter().map(Arc::as_ref).filter(|s| {
+        label(s, LABEL_MANAGED_BY) == Some(MANAGED_BY)
+            && s.metadata.deletion_timestamp.is_none()
+            && !replaced.contains(s.metadata.name.as_deref().unwrap_or(""))
+    });
+    let written = plan.create.iter().chain(plan.update.iter());
+    // (slice, written?) for the final state of the Service's managed slices.
+    let all = written.map(|s| (s, true)).chain(kept.map(|s| (s, false)));
+    let mut seen: HashMap<GroupKey, HashMap<EndpointKey, (String, bool)>> = HashMap::new();
+    for (slice, is_written) in all {
+        let group = seen.entry(group_key(slice)).or_default();
+        let name = slice
+            .metadata
+            .name
+            .clone()
+            .or_else(|| {
+                slice
+                    .metadata
+                    .generate_name
+                    .clone()
+                    .map(|g| format!("{g}*"))
+            })
+            .unwrap_or_default();
+        for endpoint in endpoints(slice) {
+            match group.get(&endpoint_key(endpoint)) {
+                Some((other, other_written)) if is_written || *other_written => {
+                    let target = endpoint
+                        .target_ref
+                        .as_ref()
+                        .and_then(|t| t.name.clone())
+                        .unwrap_or_default();
+                    return Err(refuse(
+                        Refusal::DuplicateEndpoint,
+                        format!(
+                            "endpoint {:?} (pod {target:?}) appears twice in one port group, in slices {other:?} and {name:?}",
+                            endpoint.addresses
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    group.insert(endpoint_key(endpoint), (name.clone(), is_written));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A DNS-1123 subdomain, as FQDN addresses must be.
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(crate::validate::is_dns_label)
+}
+
+/// Whether `ip` is an address of the family `address_type` names.
+pub fn fits_address_type(ip: &str, address_type: &str) -> bool {
+    match (ip.parse::<IpAddr>(), address_type) {
+        (Ok(IpAddr::V4(_)), "IPv4") | (Ok(IpAddr::V6(_)), "IPv6") => true,
+        (_, "FQDN") => is_dns_subdomain(ip),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn slice(name: Option<&str>, service: &str, managed_by: &str, ips: &[&str]) -> EndpointSlice {
+        let mut metadata = json!({
+            "namespace": "ns", "uid": format!("uid-{}", name.unwrap_or("new")),
+            "resourceVersion": "5",
+            "labels": {LABEL_SERVICE_NAME: service, LABEL_MANAGED_BY: managed_by},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo", "uid": "svc-uid", "controller": true, "blockOwnerDeletion": true}]
+        });
+        match name {
+            Some(n) => metadata["name"] = json!(n),
+            None => metadata["generateName"] = json!("foo-"),
+        }
+        let endpoints: Vec<Value> = ips
+            .iter()
+            .enumerate()
+            .map(|(i, ip)| json!({"addresses": [ip], "targetRef": {"kind": "Pod", "namespace": "ns", "name": format!("pod-{ip}-{i}")}}))
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": metadata,
+            "addressType": if ips.first().is_some_and(|i| i.contains(':')) { "IPv6" } else { "IPv4" },
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": endpoints
+        }))
+        .unwrap()
+    }
+
+    fn stored() -> Vec<Arc<EndpointSlice>> {
+        vec![
+            Arc::new(slice(Some("foo-a"), "foo", MANAGED_BY, &["10.0.0.1"])),
+            Arc::new(slice(
+                Some("foo-mirror"),
+                "foo",
+                "someone-else",
+                &["10.0.0.9"],
+            )),
+        ]
+    }
+
+    fn check(changes: SliceChanges, max: usize) -> Result<SlicePlan, SliceViolation> {
+        let stored = stored();
+        let ctx = SliceContext {
+            namespace: "ns",
+            name: "foo",
+            service_uid: Some("svc-uid"),
+            stored: &stored,
+            max_endpoints_per_slice: max,
+        };
+        validate_slices(&ctx, &changes)
+    }
+
+    fn reason(changes: SliceChanges, max: usize) -> Refusal {
+        check(changes, max).unwrap_err().reason
+    }
+
+    #[test]
+    fn accepts_a_good_decision_and_adds_the_precondition() {
+        let mut update = slice(Some("foo-a"), "foo", MANAGED_BY, &["10.0.0.1", "10.0.0.2"]);
+        update.metadata.resource_version = None;
+        update.metadata.uid = None;
+        let plan = check(
+            SliceChanges {
+                create: vec![slice(None, "foo", MANAGED_BY, &["10.0.0.3"])],
+                update: vec![update],
+                delete: vec![],
+            },
+            100,
+        )
+        .unwrap();
+        assert_eq!(plan.writes(), 2);
+        assert_eq!(
+            plan.update[0].metadata.resource_version.as_deref(),
+            Some("5")
+        );
+        assert_eq!(plan.update[0].metadata.uid.as_deref(), Some("uid-foo-a"));
+        assert_eq!(plan.create[0].metadata.uid, None);
+        let plan = check(
+            SliceChanges {
+                delete: vec!["foo-a".into()],
+                ..Default::default()
+            },
+            100,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.delete,
+            [SliceDelete {
+                name: "foo-a".into(),
+                uid: "uid-foo-a".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn refuses_a_slice_for_another_service() {
+        let create = |s| SliceChanges {
+            create: vec![s],
+            ..Default::default()
+        };
+        assert_eq!(
+            reason(create(slice(None, "bar", MANAGED_BY, &["10.0.0.3"])), 100),
+            Refusal::OtherService
+        );
+        let mut s = slice(None, "foo", MANAGED_BY, &["10.0.0.3"]);
+        s.metadata.namespace = Some("other".into());
+        assert_eq!(reason(create(s), 100), Refusal::OtherService);
+        let mut s = slice(None, "foo", MANAGED_BY, &["10.0.0.3"]);
+        s.metadata.owner_references.as_mut().unwrap()[0].uid = "old-uid".into();
+        let err = check(create(s), 100).unwrap_err();
+        assert_eq!(err.reason, Refusal::OtherService);
+        assert!(err.message.contains("ownerReferences[0]"), "{err}");
+    }
+
+    #[test]
+    fn refuses_updates_without_a_name_or_of_slices_weir_does_not_manage() {
+        let update = |s| SliceChanges {
+            update: vec![s],
+            ..Default::default()
+        };
+        assert_eq!(
+            reason(update(slice(None, "foo", MANAGED_BY, &["10.0.0.3"])), 100),
+            Refusal::Unmanaged
+        );
+        assert_eq!(
+            reason(
+                update(slice(Some("foo-mirror"), "foo", MANAGED_BY, &["10.0.0.3"])),
+                100
+            ),
+            Refusal::Unmanaged
+        );
+        assert_eq!(
+            reason(
+                update(slice(Some("foo-nope"), "foo", MANAGED_BY, &["10.0.0.3"])),
+                100
+            ),
+            Refusal::Unmanaged
+        );
+        assert_eq!(
+            reason(
+                SliceChanges {
+                    delete: vec!["foo-mirror".into()],
+                    ..Default::default()
+                },
+                100
+            ),
+            Refusal::Unmanaged
+        );
+        assert_eq!(
+            reason(
+                SliceChanges {
+                    create: vec![slice(None, "foo", "someone-else", &["10.0.0.3"])],
+                    ..Default::default()
+                },
+                100
+            ),
+            Refusal::Unmanaged,
+            "weir does not create slices it would not manage"
+        );
+    }
+
+    #[test]
+    fn refuses_more_endpoints_than_the_maximum() {
+        let ips: Vec<String> = (1..=3).map(|i| format!("10.0.1.{i}")).collect();
+        let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
+        let create = SliceChanges {
+            create: vec![slice(None, "foo", MANAGED_BY, &ips)],
+            ..Default::default()
+        };
+        assert_eq!(reason(create.clone(), 2), Refusal::TooManyEndpoints);
+        assert!(check(create, 3).is_ok());
+    }
+
+    #[test]
+    fn refuses_addresses_that_do_not_fit_the_address_type() {
+        let mut s = slice(None, "foo", MANAGED_BY, &["10.0.0.3"]);
+        s.address_type = "IPv6".into();
+        let create = |s| SliceChanges {
+            create: vec![s],
+            ..Default::default()
+        };
+        let err = check(create(s), 100).unwrap_err();
+        assert_eq!(err.reason, Refusal::AddressType);
+        assert!(
+            err.message
+                .contains("endpointSlices.create[0].endpoints[0].addresses[0]"),
+            "{err}"
+        );
+        let mut s = slice(None, "foo", MANAGED_BY, &["fd00::1"]);
+        s.address_type = "IPv4".into();
+        assert_eq!(reason(create(s), 100), Refusal::AddressType);
+        let mut s = slice(None, "foo", MANAGED_BY, &["10.0.0.3"]);
+        s.address_type = "IP".into();
+        assert_eq!(reason(create(s), 100), Refusal::AddressType);
+        assert_eq!(
+            reason(create(slice(None, "foo", MANAGED_BY, &["010.0.0.3"])), 100),
+            Refusal::AddressType
+        );
+        assert!(check(create(slice(None, "foo", MANAGED_BY, &["fd00::1"])), 100).is_ok());
+        assert!(fits_address_type("fd00::1", "IPv6"));
+        assert!(!fits_address_type("fd00::1", "IPv4"));
+    }
+
+    #[test]
+    fn refuses_duplicate_endpoints_within_a_port_group() {
+        // The create repeats the endpoint kept in the stored slice foo-a.
+        let dup = slice(None, "foo", MANAGED_BY, &["10.0.0.1"]);
+        let mut renamed = dup.clone();
+        renamed.endpoints.as_mut().unwrap()[0]
+            .target_ref
+            .as_mut()
+            .unwrap()
+            .name = Some("pod-10.0.0.1-0".into());
+        let err = check(
+            SliceChanges {
+                create: vec![renamed.clone()],
+                ..Default::default()
+            },
+            100,
+        )
+        .unwrap_err();
+        assert_eq!(err.reason, Refusal::DuplicateEndpoint, "{err}");
+        // Moving it (deleting foo-a in the same decision) is fine.
+        assert!(
+            check(
+                SliceChanges {
+                    create: vec![renamed.clone()],
+                    delete: vec!["foo-a".into()],
+                    ..Default::default()
+                },
+                100
+            )
+            .is_ok()
+        );
+        // Another port group may hold the same endpoint.
+        let mut other_ports = renamed;
+        other_ports.ports.as_mut().unwrap()[0].port = Some(9090);
+        assert!(
+            check(
+                SliceChanges {
+                    create: vec![other_ports],
+                    ..Default::default()
+                },
+                100
+            )
+            .is_ok()
+        );
+        // The same IP behind two pods is two endpoints (upstream keeps both).
+        let mut twice = slice(None, "foo", MANAGED_BY, &["10.0.0.7", "10.0.0.7"]);
+        assert!(
+            check(
+                SliceChanges {
+                    create: vec![twice.clone()],
+                    ..Default::default()
+                },
+                100
+            )
+            .is_ok()
+        );
+        let e = twice.endpoints.as_mut().unwrap();
+        e[1].target_ref = e[0].target_ref.clone();
+        assert_eq!(
+            reason(
+                SliceChanges {
+                    create: vec![twice],
+                    ..Default::default()
+                },
+                100
+            ),
+            Refusal::DuplicateEndpoint
+        );
+    }
+}
