@@ -127,6 +127,7 @@ impl Collector for WeirCollector {
                 swapper.stats.rollbacks.load(Relaxed),
             )?;
         }
+        encode_slice_metrics(&mut e, &self.handle.syncer.slice_stats)?;
         let q = self.handle.queue.stats();
         gauge(
             &mut e,
@@ -154,6 +155,43 @@ impl Collector for WeirCollector {
         )?;
         Ok(())
     }
+}
+
+fn encode_slice_metrics(
+    e: &mut DescriptorEncoder,
+    s: &crate::controller::slice_sync::SliceStats,
+) -> std::fmt::Result {
+    use crate::reconcile::slices::Refusal;
+    let changes = [
+        ("create", s.creates.load(Relaxed)),
+        ("update", s.updates.load(Relaxed)),
+        ("delete", s.deletes.load(Relaxed)),
+    ];
+    let mut family = e.encode_descriptor(
+        "weir_endpointslice_changes",
+        "EndpointSlices created, updated or deleted.",
+        None,
+        prometheus_client::metrics::MetricType::Counter,
+    )?;
+    for (operation, value) in changes {
+        ConstCounter::new(value).encode(family.encode_family(&[("operation", operation)])?)?;
+    }
+    let mut family = e.encode_descriptor(
+        "weir_endpointslice_refusals",
+        "Guest EndpointSlice decisions refused before writing, by broken rule.",
+        None,
+        prometheus_client::metrics::MetricType::Counter,
+    )?;
+    for reason in Refusal::ALL {
+        ConstCounter::new(s.refused(reason))
+            .encode(family.encode_family(&[("reason", reason.as_str())])?)?;
+    }
+    counter(
+        e,
+        "weir_endpointslice_stale_syncs",
+        "Syncs retried because the EndpointSlice cache predates weir's own writes.",
+        s.stale.load(Relaxed),
+    )
 }
 
 impl Admin {
