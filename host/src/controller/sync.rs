@@ -469,6 +469,9 @@ mod tests {
             shadow: None,
             shadow_config: None,
             shadow_stats: ShadowStats::default(),
+            outputs: crate::controller::Outputs::default(),
+            slice_tracker: Default::default(),
+            slice_stats: Default::default(),
         }
     }
 
