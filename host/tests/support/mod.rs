@@ -117,20 +117,3 @@ pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]
         config: String::new(),
     }
 }
-
-/// Whether an external tool runs (`TOOL --version`). A test that needs it skips when it is
-/// missing, except in CI (`CI` set), where `.ci/run` installs it and its absence fails.
-pub fn tool_available(tool: &str, install: &str) -> bool {
-    let runs = std::process::Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !runs {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{tool} is not on PATH in CI ({install})"
-        );
-        eprintln!("skipped: {tool} is not on PATH ({install})");
-    }
-    runs
-}
