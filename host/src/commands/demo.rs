@@ -1,5 +1,6 @@
 //! `weir demo`: the main job on the embedded default. An in-process API server seeded with
-//! demo data, the controller against it, and a live view of every Service's Endpoints.
+//! demo data, the controller against it, and a live view of every Service's Endpoints and
+//! EndpointSlices.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
@@ -19,11 +21,12 @@ use weir::runtime::ActiveGuest;
 const DEMO_SEED: &str = include_str!("../../../deploy/demo/seed.yaml");
 
 /// Run weir's main job with no cluster: start the embedded API server with demo data, run
-/// the controller against it, and show each Service's ready and not-ready addresses live.
+/// the controller against it, and show each Service's ready and not-ready addresses live,
+/// in its Endpoints and in its EndpointSlices (lines marked `(slice NAME TYPE)`).
 ///
-/// The kubeconfig path is printed: use `kubectl --kubeconfig PATH get endpoints -w` in another
-/// terminal, and edit pods (`kubectl label`, `kubectl patch --subresource=status`) to watch
-/// weir react. Ctrl-C stops everything.
+/// The kubeconfig path is printed: use `kubectl --kubeconfig PATH get endpointslices -w` in
+/// another terminal, and edit pods (`kubectl label`, `kubectl patch --subresource=status`) to
+/// watch weir react. Ctrl-C stops everything.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -73,7 +76,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     println!("weir demo: API server at {}", server.url());
     println!("weir demo: kubeconfig at {}", kubeconfig.display());
     println!(
-        "           try: kubectl --kubeconfig {} get endpoints -A -w",
+        "           try: kubectl --kubeconfig {} get endpoints,endpointslices -A",
         kubeconfig.display()
     );
     println!("weir demo: Ctrl-C stops\n");
@@ -91,11 +94,13 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         });
     }
     let view = tokio::spawn(show_endpoints(client.clone(), shutdown.clone()));
+    let slices = tokio::spawn(show_slices(client.clone(), shutdown.clone()));
     let churn = args
         .churn
         .then(|| tokio::spawn(churn(client, shutdown.clone())));
     controller.run(shutdown).await;
     view.abort();
+    slices.abort();
     if let Some(churn) = churn {
         churn.abort();
     }
@@ -158,6 +163,74 @@ async fn show_endpoints(client: kube::Client, shutdown: CancellationToken) {
 }
 
 /// Flips the Ready condition of one running pod after another, every few seconds.
+/// One line per EndpointSlice: its Service, name and address type, then its endpoints by
+/// the `ready` condition, and its ports.
+fn describe_slice(slice: &EndpointSlice) -> (String, String) {
+    let meta = &slice.metadata;
+    let service = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("kubernetes.io/service-name"))
+        .cloned()
+        .unwrap_or_default();
+    let key = format!(
+        "{}/{service} (slice {} {})",
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+        slice.address_type
+    );
+    let mut ready = Vec::new();
+    let mut not_ready = Vec::new();
+    for e in slice.endpoints.iter().flatten() {
+        let is_ready = e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(false);
+        let list = if is_ready { &mut ready } else { &mut not_ready };
+        list.extend(e.addresses.iter().cloned());
+    }
+    let mut ports: Vec<String> = slice
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| p.port.map(|n| n.to_string()))
+        .collect();
+    for list in [&mut ready, &mut not_ready, &mut ports] {
+        list.sort();
+        list.dedup();
+    }
+    let line = format!(
+        "ready [{}]  not-ready [{}]  ports [{}]",
+        ready.join(" "),
+        not_ready.join(" "),
+        ports.join(" ")
+    );
+    (key, line)
+}
+
+/// Prints each EndpointSlice whenever what it routes changes, next to the Endpoints lines.
+async fn show_slices(client: kube::Client, shutdown: CancellationToken) {
+    let api: Api<EndpointSlice> = Api::all(client);
+    let mut shown: BTreeMap<String, String> = BTreeMap::new();
+    let mut stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .touched_objects()
+        .boxed();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            next = stream.next() => match next {
+                Some(Ok(slice)) => {
+                    let (key, line) = describe_slice(&slice);
+                    if shown.get(&key) != Some(&line) {
+                        println!("{key:<28} {line}");
+                        shown.insert(key, line);
+                    }
+                }
+                Some(Err(e)) => tracing::debug!(error = %e, "demo slice watch failed; retrying"),
+                None => return,
+            }
+        }
+    }
+}
+
 async fn churn(client: kube::Client, shutdown: CancellationToken) {
     let api: Api<core::Pod> = Api::all(client.clone());
     let mut turn = 0usize;

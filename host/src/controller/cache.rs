@@ -116,6 +116,10 @@ pub struct CachedService {
     pub view: Arc<wit::Service>,
     /// `metadata.resourceVersion`.
     pub resource_version: String,
+    /// `spec.trafficDistribution`, which only the slice path reads.
+    pub traffic_distribution: Option<String>,
+    /// Whether `metadata.deletionTimestamp` is set (no slice creates then, R4.22a).
+    pub deleting: bool,
 }
 
 /// The three caches. Each has its own lock, so pod churn does not block Service reads.
@@ -170,6 +174,11 @@ impl Cache {
             let cached = CachedService {
                 view: Arc::new(crate::view::service(svc, &namespace)),
                 resource_version: svc.metadata.resource_version.clone().unwrap_or_default(),
+                traffic_distribution: svc
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.traffic_distribution.clone()),
+                deleting: svc.metadata.deletion_timestamp.is_some(),
             };
             write(&self.services)
                 .entry(namespace)

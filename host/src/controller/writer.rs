@@ -207,6 +207,20 @@ impl EventRecorder {
     /// Records `reason`/`message` on the Service `namespace/name`, unless one was recorded
     /// for it within the interval. Failures to record are logged, never returned.
     pub async fn warn(&self, namespace: &str, name: &str, uid: &str, reason: &str, message: &str) {
+        self.record(namespace, name, uid, true, reason, message)
+            .await
+    }
+
+    /// Like [`EventRecorder::warn`], for a Warning or (`warning` false) a Normal Event.
+    pub async fn record(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        warning: bool,
+        reason: &str,
+        message: &str,
+    ) {
         let Writer::Api(client) = &self.writer else {
             return;
         };
@@ -239,7 +253,7 @@ impl EventRecorder {
             },
             reason: Some(reason.into()),
             message: Some(message.into()),
-            type_: Some("Warning".into()),
+            type_: Some(if warning { "Warning" } else { "Normal" }.into()),
             source: Some(core::EventSource {
                 component: Some(weir_policy::well_known::CONTROLLER_NAME.into()),
                 host: None,

@@ -70,7 +70,13 @@ impl Cluster {
         .await
     }
 
-    pub async fn start_with(config: weir_apiserver::Config) -> Cluster {
+    pub async fn start_with(mut config: weir_apiserver::Config) -> Cluster {
+        // Every test pod runs on node-1 unless it says otherwise; the slice path skips pods
+        // whose Node does not exist (upstream R2.10), so the Node exists unless a test brings
+        // its own Nodes.
+        if !config.seed.iter().any(|o| o["kind"] == "Node") {
+            config.seed.push(node("node-1", None));
+        }
         let server = ApiServer::start(config).await.expect("API server starts");
         let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
         let config =
@@ -246,6 +252,19 @@ pub fn web_app() -> Vec<Value> {
         ),
         pod("app", "a", json!({"app": "web"}), "10.1.0.1", true),
     ]
+}
+
+/// A Ready Node with 2 CPUs, in `zone` when given.
+pub fn node(name: &str, zone: Option<&str>) -> Value {
+    let mut labels = json!({"kubernetes.io/hostname": name});
+    if let Some(z) = zone {
+        labels["topology.kubernetes.io/zone"] = json!(z);
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": "2"}, "conditions": [{"type": "Ready", "status": "True"}]}
+    })
 }
 
 pub fn namespace(name: &str) -> Value {
