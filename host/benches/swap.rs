@@ -91,13 +91,13 @@ fn pooling(limits: Limits) -> Config {
 
 fn per_call(name: &str, guest: &Guest, request: &weir::runtime::bindings::Request) {
     for _ in 0..20 {
-        guest.call(request).expect("warm-up call");
+        guest.call_blocking(request).expect("warm-up call");
     }
     let mut instantiate = Vec::with_capacity(CALLS);
     let mut call = Vec::with_capacity(CALLS);
     let mut total = Vec::with_capacity(CALLS);
     for _ in 0..CALLS {
-        let (result, timing) = guest.call_timed(request);
+        let (result, timing) = wasmtime_wasi::runtime::in_tokio(guest.call_timed(request));
         result.expect("call");
         instantiate.push(timing.instantiate);
         call.push(timing.call);
@@ -108,7 +108,7 @@ fn per_call(name: &str, guest: &Guest, request: &weir::runtime::bindings::Reques
         for _ in 0..2 {
             scope.spawn(|| {
                 for _ in 0..CALLS / 2 {
-                    guest.call(request).expect("call");
+                    guest.call_blocking(request).expect("call");
                 }
             });
         }

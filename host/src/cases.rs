@@ -194,17 +194,17 @@ impl Case {
     }
 
     /// Runs the case on `guest`, validating the decision as the controller does.
-    pub fn run(&self, guest: &Guest) -> Result<Action, RunError> {
-        self.run_timed(guest).0
+    pub async fn run(&self, guest: &Guest) -> Result<Action, RunError> {
+        self.run_timed(guest).await.0
     }
 
     /// Like [`Case::run`], with the time of each phase (instantiate, call, validate).
-    pub fn run_timed(
+    pub async fn run_timed(
         &self,
         guest: &Guest,
     ) -> (Result<Action, RunError>, CallTiming, std::time::Duration) {
         let request = self.request();
-        let (result, timing) = guest.call_timed(&request);
+        let (result, timing) = guest.call_timed(&request).await;
         let started = std::time::Instant::now();
         let result = result.map_err(RunError::Call).and_then(|decision| {
             validate(
@@ -444,7 +444,7 @@ pub struct Verdict {
 
 /// Loads and runs one case file, comparing with its `expect`. A case without `expect`
 /// passes when the guest produces a valid decision.
-pub fn check_file(guest: &Guest, path: &Path) -> Verdict {
+pub async fn check_file(guest: &Guest, path: &Path) -> Verdict {
     let case = match Case::load(path) {
         Ok(case) => case,
         Err(e) => {
@@ -455,7 +455,7 @@ pub fn check_file(guest: &Guest, path: &Path) -> Verdict {
             };
         }
     };
-    let problems = match case.run(guest) {
+    let problems = match case.run(guest).await {
         Ok(action) => case
             .expect
             .as_ref()

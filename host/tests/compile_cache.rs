@@ -17,9 +17,9 @@ fn assert_serves(runtime: &Runtime, component: wasmtime::component::Component) {
     let want = runtime
         .default_guest()
         .unwrap()
-        .call(&request("ns", "web", 4, &[]));
+        .call_blocking(&request("ns", "web", 4, &[]));
     assert!(want.is_ok(), "{want:?}");
-    assert_eq!(guest.call(&request("ns", "web", 4, &[])), want);
+    assert_eq!(guest.call_blocking(&request("ns", "web", 4, &[])), want);
 }
 
 #[test]

@@ -127,7 +127,7 @@ proptest! {
             config: None,
             expect: None,
         };
-        let outcome = case.run(guest());
+        let outcome = wasmtime_wasi::runtime::in_tokio(case.run(guest()));
         prop_assert!(outcome.is_ok(), "{:?}", outcome.err());
     }
 }

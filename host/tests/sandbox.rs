@@ -37,7 +37,7 @@ fn looping_guest_times_out_within_twice_the_deadline_every_time() {
     // the first call's expired one (or run forever).
     for attempt in 0..2 {
         let started = Instant::now();
-        let result = guest.call(&request("ns", "web", 3, &[]));
+        let result = guest.call_blocking(&request("ns", "web", 3, &[]));
         let elapsed = started.elapsed();
         assert_eq!(
             result,
@@ -66,7 +66,7 @@ fn allocating_guest_is_stopped_at_the_memory_cap() {
     let guest = load(&runtime, "alloc-forever");
     for attempt in 0..2 {
         assert_eq!(
-            guest.call(&request("ns", "web", 1, &[])),
+            guest.call_blocking(&request("ns", "web", 1, &[])),
             Err(CallError::OutOfMemory(cap)),
             "attempt {attempt}"
         );
@@ -77,7 +77,7 @@ fn allocating_guest_is_stopped_at_the_memory_cap() {
 fn panicking_guest_traps_with_its_panic_message() {
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "trap");
-    match guest.call(&request("ns", "web", 1, &[])) {
+    match guest.call_blocking(&request("ns", "web", 1, &[])) {
         Err(CallError::Trap(message)) => assert!(
             message.contains("weir-test-trap: deliberate panic reconciling ns/web"),
             "the trap does not carry the panic message: {message}"
@@ -100,7 +100,7 @@ fn faults_fail_only_their_own_call_while_others_keep_being_served() {
 
     let good = request("ns", "web", 5, &[]);
     let marked = request("ns", "web", 5, &[("weir.test/trap", "true")]);
-    let expected = default.call(&good).expect("default guest serves");
+    let expected = default.call_blocking(&good).expect("default guest serves");
     assert!(matches!(expected, Decision::Create(_)), "{expected:?}");
 
     std::thread::scope(|scope| {
@@ -112,26 +112,26 @@ fn faults_fail_only_their_own_call_while_others_keep_being_served() {
                 // One slow fault per thread, alternating kinds, between good calls.
                 let slow_fault = if thread % 2 == 0 { looping } else { allocating };
                 for round in 0..3 {
-                    match on_label.call(marked) {
+                    match on_label.call_blocking(marked) {
                         Err(CallError::Trap(m)) => {
                             assert!(m.contains("weir.test/trap=true"), "{m}")
                         }
                         other => panic!("thread {thread} round {round}: marked: {other:?}"),
                     }
                     assert_eq!(
-                        on_label.call(good).as_ref(),
+                        on_label.call_blocking(good).as_ref(),
                         Ok(expected),
                         "thread {thread} round {round}: the same guest after its trap"
                     );
                     if round == 1 {
-                        let fault = slow_fault.call(good).unwrap_err();
+                        let fault = slow_fault.call_blocking(good).unwrap_err();
                         assert!(
                             matches!(fault, CallError::Timeout(_) | CallError::OutOfMemory(_)),
                             "thread {thread}: {fault:?}"
                         );
                     }
                     assert_eq!(
-                        default.call(good).as_ref(),
+                        default.call_blocking(good).as_ref(),
                         Ok(expected),
                         "thread {thread} round {round}: the default guest"
                     );
@@ -146,7 +146,9 @@ fn foundation_done_when_a_decision_for_another_service_is_refused_by_validation(
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "wrong-name");
     let request = request("ns", "web", 3, &[]);
-    let decision = guest.call(&request).expect("the guest itself succeeds");
+    let decision = guest
+        .call_blocking(&request)
+        .expect("the guest itself succeeds");
     match &decision {
         Decision::Create(e) => assert_eq!(e.name, "web-other"),
         other => panic!("expected a create, got {other:?}"),
@@ -209,7 +211,7 @@ fn guests_see_no_environment_filesystem_or_clock() {
     assert!(std::env::var("CARGO_PKG_NAME").is_ok());
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "probe");
-    let report = match guest.call(&request("ns", "web", 1, &[])) {
+    let report = match guest.call_blocking(&request("ns", "web", 1, &[])) {
         Err(CallError::Guest(report)) => report,
         other => panic!("the probe reports through a guest error, got {other:?}"),
     };

@@ -76,6 +76,10 @@ struct Samples {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
+    super::exit_code_of(bench(args))
+}
+
+async fn bench(args: Args) -> ExitCode {
     let files = match discover(&args.paths) {
         Ok(files) => files,
         Err(e) => {
@@ -83,7 +87,7 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let guest = match args.guest.load_or_report() {
+    let guest = match args.guest.load_or_report().await {
         Ok(guest) => guest,
         Err(code) => return code,
     };
@@ -110,7 +114,7 @@ pub fn run(args: Args) -> ExitCode {
         };
         let pods = case.request().pods.len();
         // The first call doubles as the check that the case runs at all.
-        let action = match case.run(&guest) {
+        let action = match case.run(&guest).await {
             Ok(action) => action,
             Err(e) => {
                 failed += 1;
@@ -123,11 +127,11 @@ pub fn run(args: Args) -> ExitCode {
             .as_ref()
             .is_some_and(|e| !compare(e, &action).is_empty());
         for _ in 0..args.warmup {
-            let _ = case.run_timed(&guest);
+            let _ = case.run_timed(&guest).await;
         }
         let mut samples = Samples::default();
         for _ in 0..args.iterations {
-            let (result, timing, validate) = case.run_timed(&guest);
+            let (result, timing, validate) = case.run_timed(&guest).await;
             if let Err(e) = result {
                 // A guest that succeeds once and then fails (a deadline missed under load)
                 // is worth knowing about; its timings would mislead, so stop this case.

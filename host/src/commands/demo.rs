@@ -81,7 +81,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     );
     println!("weir demo: Ctrl-C stops\n");
 
-    let guest = args.guest.load()?;
+    let guest = args.guest.load().await?;
     let client = super::run::client(Some(&kubeconfig)).await?;
     let controller = Controller::new(client.clone(), ActiveGuest::new(guest), Config::default());
     let shutdown = CancellationToken::new();

@@ -13,25 +13,35 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use weir::runtime::{Guest, Limits, Runtime};
+use weir::runtime::{DEFAULT_GUEST, Guest, Limits, Runtime};
 
 /// Runs an async command on a fresh tokio runtime: exit 0 on success; on error one line on
 /// stderr and exit 2.
 pub fn block_on(
     command: impl std::future::Future<Output = anyhow::Result<()>>,
 ) -> std::process::ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
+    exit_code_of(async {
+        match command.await {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weir: {e:#}");
+                std::process::ExitCode::from(2)
+            }
+        }
+    })
+}
+
+/// Runs a command that reports its own exit code on a fresh tokio runtime. Every command
+/// that calls a guest runs on one: a guest call is a future whose deadline is a tokio
+/// timeout (see `weir::runtime`).
+pub fn exit_code_of(
+    command: impl std::future::Future<Output = std::process::ExitCode>,
+) -> std::process::ExitCode {
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(command),
         Err(e) => {
             eprintln!("weir: cannot start the async runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(command) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("weir: {e:#}");
-            std::process::ExitCode::from(2)
+            std::process::ExitCode::FAILURE
         }
     }
 }
@@ -46,11 +56,13 @@ pub struct GuestArgs {
     #[arg(long, env = "WEIR_GUEST", value_name = "PATH")]
     pub guest: Option<PathBuf>,
 
-    /// Wall-clock budget of one guest call; a guest that runs longer fails that key.
+    /// Wall-clock budget of one guest call, instantiation included; a guest that runs (or
+    /// blocks, or sleeps) longer fails that key.
     #[arg(long, env = "WEIR_GUEST_DEADLINE", default_value = "100ms", value_parser = humantime::parse_duration)]
     pub guest_deadline: Duration,
 
-    /// Most linear memory one guest instance may use, in MiB.
+    /// Most memory one guest call may use, in MiB: all its linear memories and tables
+    /// together.
     #[arg(long, env = "WEIR_GUEST_MEMORY_MIB", default_value_t = 64)]
     pub guest_memory_mib: usize,
 }
@@ -67,23 +79,24 @@ impl GuestArgs {
 
     /// Loads the chosen guest; on failure prints one line and gives exit code 2, as every
     /// command that takes `--guest` reports an unusable guest.
-    pub fn load_or_report(&self) -> Result<Guest, std::process::ExitCode> {
-        self.load().map_err(|e| {
+    pub async fn load_or_report(&self) -> Result<Guest, std::process::ExitCode> {
+        self.load().await.map_err(|e| {
             eprintln!("weir: {e:#}");
             std::process::ExitCode::from(2)
         })
     }
 
     /// Loads the chosen guest.
-    pub fn load(&self) -> anyhow::Result<Guest> {
+    pub async fn load(&self) -> anyhow::Result<Guest> {
         let runtime = Runtime::new(self.limits())?;
         match &self.guest {
-            None => Ok(runtime.default_guest()?),
+            None => Ok(runtime.load_async(DEFAULT_GUEST.to_vec()).await?),
             Some(path) => {
                 let bytes = std::fs::read(path)
                     .with_context(|| format!("cannot read guest {}", path.display()))?;
                 runtime
-                    .load(&bytes)
+                    .load_async(bytes)
+                    .await
                     .with_context(|| format!("guest {}", path.display()))
             }
         }

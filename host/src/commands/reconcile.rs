@@ -20,6 +20,10 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
+    super::exit_code_of(reconcile(args))
+}
+
+async fn reconcile(args: Args) -> ExitCode {
     let case = match Case::load(&args.case) {
         Ok(case) => case,
         Err(e) => {
@@ -27,11 +31,11 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let guest = match args.guest.load_or_report() {
+    let guest = match args.guest.load_or_report().await {
         Ok(guest) => guest,
         Err(code) => return code,
     };
-    match case.run(&guest) {
+    match case.run(&guest).await {
         Ok(action) => {
             println!(
                 "{}",

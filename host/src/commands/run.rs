@@ -269,7 +269,8 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         let bytes = std::fs::read(path)
             .with_context(|| format!("cannot read --shadow-guest {}", path.display()))?;
         let shadow = runtime
-            .load_cached(&bytes, cache.as_ref())
+            .load_cached_async(bytes, cache.as_ref())
+            .await
             .with_context(|| format!("--shadow-guest {}", path.display()))?;
         tracing::info!(
             digest = shadow.digest(),

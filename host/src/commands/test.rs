@@ -21,6 +21,10 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
+    super::exit_code_of(test(args))
+}
+
+async fn test(args: Args) -> ExitCode {
     let files = match discover(&args.paths) {
         Ok(files) if files.is_empty() => {
             eprintln!("weir: no case files (*.yaml, *.yml, *.json) under the given paths");
@@ -32,13 +36,13 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let guest = match args.guest.load_or_report() {
+    let guest = match args.guest.load_or_report().await {
         Ok(guest) => guest,
         Err(code) => return code,
     };
     let (mut passed, mut failed) = (0usize, 0usize);
     for path in &files {
-        let verdict = check_file(&guest, path);
+        let verdict = check_file(&guest, path).await;
         let label = match &verdict.name {
             Some(name) => format!("{} ({name})", path.display()),
             None => path.display().to_string(),

@@ -28,9 +28,6 @@ pub enum SyncError {
     /// The guest's decision broke the contract.
     #[error(transparent)]
     Invalid(#[from] Violation),
-    /// The guest call could not run (the blocking pool is shutting down).
-    #[error("guest call aborted: {0}")]
-    Aborted(String),
     /// The cached EndpointSlices are older than weir's own last writes (upstream R6.4).
     #[error("endpointslice informer cache is out of date for {0}")]
     StaleSlices(String),
@@ -288,19 +285,23 @@ impl Syncer {
         let guest = self.guest.current();
         let digest = guest.digest().to_string();
         let max_addresses = guest.limits().max_addresses;
-        let shadow = self.shadow.clone();
-        let shadow_config = self.shadow_config.clone();
-        let (decision, shadow_decision) = tokio::task::spawn_blocking(move || {
-            let decision = guest.call(&request);
-            let shadow = shadow.map(|g| match shadow_config {
-                // The shadow may be a different policy, with a configuration of its own.
-                Some(config) => g.call(&wit::Request { config, ..request }),
-                None => g.call(&request),
-            });
-            (decision, shadow)
-        })
-        .await
-        .map_err(|e| SyncError::Aborted(e.to_string()))?;
+        // Awaited on the worker: the call is a future bounded by its deadline whatever the
+        // guest does (see `Runtime::sandboxed`), so no blocking thread is needed.
+        let decision = guest.call(&request).await;
+        let shadow_decision = match &self.shadow {
+            None => None,
+            // The shadow may be a different policy, with a configuration of its own.
+            Some(shadow) => Some(match &self.shadow_config {
+                Some(config) => {
+                    let request = wit::Request {
+                        config: config.clone(),
+                        ..request
+                    };
+                    shadow.call(&request).await
+                }
+                None => shadow.call(&request).await,
+            }),
+        };
         self.health
             .record(&digest, matches!(&decision, Err(e) if e.is_fault()));
         let action = validate(

@@ -5,6 +5,9 @@ wasmtime::component::bindgen!({
     path: "../wit/v0.1",
     world: "endpoint-policy",
     additional_derives: [PartialEq, Eq, Hash],
+    // Exports are called with `call_async`, so a timeout can cancel a guest blocked in WASI
+    // (see `Runtime::sandboxed`); the `log` import stays synchronous.
+    exports: { default: async },
 });
 
 pub use self::weir::endpoints::log::Level;

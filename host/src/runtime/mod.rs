@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, Store, Trap};
+use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 
 pub use active::ActiveGuest;
 use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
@@ -35,7 +35,7 @@ pub static DEFAULT_GUEST: &[u8] = include_bytes!(env!("WEIR_DEFAULT_GUEST_WASM")
 pub struct Limits {
     /// Wall-clock budget of one call, instantiation included.
     pub deadline: Duration,
-    /// Most bytes of linear memory an instance may hold.
+    /// Most bytes one call's store may hold in linear memories and tables together.
     pub memory: usize,
     /// Most addresses (ready and not ready) a decision may carry.
     pub max_addresses: usize,
@@ -148,13 +148,20 @@ impl Drop for EpochTicker {
     }
 }
 
+/// What every guest of one engine shares: the engine, the linker, and the epoch ticker that
+/// makes deadlines work. Every [`Guest`] holds it, so the ticker lives exactly as long as
+/// something can still run a guest, whichever command loaded it.
+struct Shared {
+    engine: Engine,
+    linker: Linker<CallState>,
+    limits: Limits,
+    _ticker: EpochTicker,
+}
+
 /// The wasmtime engine and linker shared by every guest.
 #[derive(Clone)]
 pub struct Runtime {
-    engine: Engine,
-    linker: Arc<Linker<CallState>>,
-    limits: Limits,
-    _ticker: Arc<EpochTicker>,
+    shared: Arc<Shared>,
 }
 
 impl Runtime {
@@ -170,46 +177,59 @@ impl Runtime {
         config.wasm_component_model(true).epoch_interruption(true);
         let engine = Engine::new(&config).map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        // The async WASI: a guest blocked in `poll` (a sleep, a timer) awaits a future that
+        // the call's timeout can drop, instead of parking a thread for real time.
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
         EndpointPolicy::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
             &mut linker,
             |s| s,
         )
         .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
-        let ticker = Arc::new(EpochTicker::start(&engine));
+        let ticker = EpochTicker::start(&engine);
         Ok(Runtime {
-            engine,
-            linker: Arc::new(linker),
-            limits,
-            _ticker: ticker,
+            shared: Arc::new(Shared {
+                engine,
+                linker,
+                limits,
+                _ticker: ticker,
+            }),
         })
     }
 
     /// The engine, for precompiling and cache keys.
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.shared.engine
     }
 
     /// The per-call limits.
     pub fn limits(&self) -> Limits {
-        self.limits
+        self.shared.limits
     }
 
     /// Compiles `bytes`, a component in binary form.
     pub fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
-        Component::new(&self.engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))
+        Component::new(self.engine(), bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))
     }
 
     /// Compiles, checks and pre-instantiates a guest, then instantiates it once within the
     /// limits, so a guest that cannot even start is refused here rather than on every call.
+    ///
+    /// Blocking (compiling takes a core for a while) and not callable from async code; in
+    /// async code use [`Runtime::load_async`].
     pub fn load(&self, bytes: &[u8]) -> Result<Guest, LoadError> {
         let component = self.compile(bytes)?;
         self.prepare(component, bytes)
     }
 
+    /// [`Runtime::load`] for async code: compiles on the blocking pool, then checks the trial
+    /// instantiation on the caller's task.
+    pub async fn load_async(&self, bytes: Vec<u8>) -> Result<Guest, LoadError> {
+        self.load_cached_async(bytes, None).await
+    }
+
     /// Like [`Runtime::load`], taking the compiled form from `cache` when it holds a valid
-    /// entry for these bytes and this engine, and storing it there otherwise.
+    /// entry for these bytes and this engine, and storing it there otherwise. Blocking.
     pub fn load_cached(
         &self,
         bytes: &[u8],
@@ -221,15 +241,47 @@ impl Runtime {
         }
     }
 
+    /// [`Runtime::load_cached`] for async code.
+    pub async fn load_cached_async(
+        &self,
+        bytes: Vec<u8>,
+        cache: Option<&cache::CompileCache>,
+    ) -> Result<Guest, LoadError> {
+        let runtime = self.clone();
+        let cache = cache.cloned();
+        // Compiling takes a core for a while: keep it off the async runtime's threads.
+        let (component, bytes) = tokio::task::spawn_blocking(move || {
+            let component = match &cache {
+                Some(cache) => cache.load_or_compile(&runtime, &bytes),
+                None => runtime.compile(&bytes),
+            };
+            (component, bytes)
+        })
+        .await
+        .map_err(|e| LoadError::Compile(format!("compilation aborted: {e}")))?;
+        self.prepare_async(component?, &bytes).await
+    }
+
     /// The embedded default guest.
     pub fn default_guest(&self) -> Result<Guest, LoadError> {
         self.load(DEFAULT_GUEST)
     }
 
     /// Checks and pre-instantiates an already compiled component whose bytes are `bytes`.
+    /// Blocking; see [`Runtime::load`].
     pub fn prepare(&self, component: Component, bytes: &[u8]) -> Result<Guest, LoadError> {
-        check_world(&self.engine, &component)?;
+        wasmtime_wasi::runtime::in_tokio(self.prepare_async(component, bytes))
+    }
+
+    /// [`Runtime::prepare`] for async code.
+    pub async fn prepare_async(
+        &self,
+        component: Component,
+        bytes: &[u8],
+    ) -> Result<Guest, LoadError> {
+        check_world(self.engine(), &component)?;
         let pre = self
+            .shared
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
@@ -238,19 +290,73 @@ impl Runtime {
         let guest = Guest {
             inner: Arc::new(GuestInner {
                 pre,
-                engine: self.engine.clone(),
-                limits: self.limits,
+                runtime: self.clone(),
                 digest: digest(bytes),
                 size: bytes.len(),
             }),
         };
-        let mut store = guest.store("weir/load-check");
-        guest
-            .inner
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| LoadError::Instantiate(describe(&e, &store, &guest).to_string()))?;
+        let (result, _) = self
+            .sandboxed("weir/load-check", async |store, _| {
+                guest.inner.pre.instantiate_async(store).await.map(drop)
+            })
+            .await;
+        result.map_err(|e| LoadError::Instantiate(e.to_string()))?;
         Ok(guest)
+    }
+
+    /// A store for one call about `key`, with the memory limits and the deadline armed.
+    fn store(&self, key: &str) -> Store<CallState> {
+        let limits = self.limits();
+        let mut store = Store::new(self.engine(), CallState::new(key, limits));
+        store.limiter(|state| state);
+        // Check the clock at every epoch tick: past the deadline the guest traps; before it,
+        // the guest yields to the executor, so a long computation shares the worker thread
+        // and the call's timeout gets a chance to run.
+        store.epoch_deadline_callback(move |store| {
+            Ok(if store.data().started.elapsed() >= limits.deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(1)
+            })
+        });
+        store.set_epoch_deadline(1);
+        store
+    }
+
+    /// Runs one guest call, `body`, in a fresh store under the limits: the memory cap, and the
+    /// deadline however the guest spends its time.
+    ///
+    /// Why async: a guest can block in WASI (a `poll` on a clock subscription is what
+    /// `std::thread::sleep` becomes) as well as compute. Epoch interruption stops only
+    /// computation; a blocking call would hold a thread for real time. Run on wasmtime's
+    /// async support, a blocked guest is a pending future, and dropping it when the timeout
+    /// fires cancels the call wherever it is. The same design lets the controller await
+    /// calls on its workers instead of parking a `spawn_blocking` thread per call.
+    ///
+    /// `body` gets the store and the time instantiation finished, to set once the guest is
+    /// instantiated; the second world's calls reuse this with their own bindings.
+    pub(crate) async fn sandboxed<R>(
+        &self,
+        key: &str,
+        body: impl AsyncFnOnce(&mut Store<CallState>, &mut Option<Instant>) -> wasmtime::Result<R>,
+    ) -> (Result<R, CallError>, CallTiming) {
+        let limits = self.limits();
+        let mut store = self.store(key);
+        let started = store.data().started;
+        let mut instantiated = None;
+        let outcome =
+            tokio::time::timeout(limits.deadline, body(&mut store, &mut instantiated)).await;
+        let instantiated = instantiated.unwrap_or_else(Instant::now);
+        let timing = CallTiming {
+            instantiate: instantiated.saturating_duration_since(started),
+            call: instantiated.elapsed(),
+        };
+        let result = match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(describe(&error, &store, limits)),
+            Err(_elapsed) => Err(CallError::Timeout(limits.deadline)),
+        };
+        (result, timing)
     }
 }
 
@@ -287,13 +393,13 @@ pub fn digest(bytes: &[u8]) -> String {
 
 struct GuestInner {
     pre: EndpointPolicyPre<CallState>,
-    engine: Engine,
-    limits: Limits,
+    runtime: Runtime,
     digest: String,
     size: usize,
 }
 
-/// A loaded guest: cheap to clone, safe to call from many threads at once.
+/// A loaded guest: cheap to clone, safe to call from many tasks at once. It keeps its
+/// [`Runtime`] (and so the deadline machinery) alive.
 #[derive(Clone)]
 pub struct Guest {
     inner: Arc<GuestInner>,
@@ -321,68 +427,50 @@ impl Guest {
 
     /// The limits every call runs under.
     pub fn limits(&self) -> Limits {
-        self.inner.limits
+        self.inner.runtime.limits()
     }
 
-    fn store(&self, key: &str) -> Store<CallState> {
-        let mut store = Store::new(
-            &self.inner.engine,
-            CallState::new(key, self.inner.limits.memory),
-        );
-        store.limiter(|state| state);
-        let ticks = self
-            .inner
-            .limits
-            .deadline
-            .as_nanos()
-            .div_ceil(EPOCH_TICK.as_nanos())
-            .max(1);
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
-        store.epoch_deadline_trap();
-        store
-    }
-
-    /// Reconciles one request in a fresh instance. Blocking: call it off the async runtime.
-    pub fn call(&self, request: &Request) -> Result<Decision, CallError> {
-        self.call_timed(request).0
+    /// Reconciles one request in a fresh instance, within the deadline and memory cap.
+    /// Needs a tokio runtime with timers (the deadline is a tokio timeout).
+    pub async fn call(&self, request: &Request) -> Result<Decision, CallError> {
+        self.call_timed(request).await.0
     }
 
     /// Like [`Guest::call`], also reporting where the time went.
-    pub fn call_timed(&self, request: &Request) -> (Result<Decision, CallError>, CallTiming) {
-        let started = Instant::now();
+    pub async fn call_timed(&self, request: &Request) -> (Result<Decision, CallError>, CallTiming) {
         let key = format!("{}/{}", request.namespace, request.name);
-        let mut store = self.store(&key);
-        let instance = match self.inner.pre.instantiate(&mut store) {
-            Ok(instance) => instance,
-            Err(e) => {
-                let timing = CallTiming {
-                    instantiate: started.elapsed(),
-                    call: Duration::ZERO,
-                };
-                return (Err(describe(&e, &store, self)), timing);
-            }
-        };
-        let instantiated = Instant::now();
-        let result = match instance.call_reconcile(&mut store, request) {
+        let pre = &self.inner.pre;
+        let (result, timing) = self
+            .inner
+            .runtime
+            .sandboxed(&key, async |store, instantiated| {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                *instantiated = Some(Instant::now());
+                instance.call_reconcile(&mut *store, request).await
+            })
+            .await;
+        let result = match result {
             Ok(Ok(decision)) => Ok(decision),
             Ok(Err(message)) => Err(CallError::Guest(message)),
-            Err(e) => Err(describe(&e, &store, self)),
-        };
-        let timing = CallTiming {
-            instantiate: instantiated - started,
-            call: instantiated.elapsed(),
+            Err(error) => Err(error),
         };
         (result, timing)
+    }
+
+    /// [`Guest::call`] for code that is not async (tests, tools). It must not run inside an
+    /// async task: it blocks until the call ends.
+    pub fn call_blocking(&self, request: &Request) -> Result<Decision, CallError> {
+        wasmtime_wasi::runtime::in_tokio(self.call(request))
     }
 }
 
 /// Turns a wasmtime error into the reason the call failed.
-fn describe(error: &wasmtime::Error, store: &Store<CallState>, guest: &Guest) -> CallError {
+fn describe(error: &wasmtime::Error, store: &Store<CallState>, limits: Limits) -> CallError {
     if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return CallError::Timeout(guest.inner.limits.deadline);
+        return CallError::Timeout(limits.deadline);
     }
     if store.data().memory_exceeded {
-        return CallError::OutOfMemory(guest.inner.limits.memory);
+        return CallError::OutOfMemory(limits.memory);
     }
     let stderr = store.data().stderr();
     let mut message = format!("{error:#}");

@@ -1,12 +1,14 @@
-//! The per-call store: WASI with nothing granted, memory limits, and the log import.
+//! The per-call store: WASI with nothing granted, limits on the whole store, and the log
+//! import.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
+use super::Limits;
 use super::bindings::{Level, weir::endpoints::log};
 
 /// Most bytes of guest stderr kept, to explain a panic in the error of the call.
@@ -15,14 +17,28 @@ const STDERR_CAPACITY: usize = 16 * 1024;
 const MAX_LOG_LINES: usize = 64;
 /// Longest log line kept.
 const MAX_LOG_LINE: usize = 2048;
+/// Bytes one table element is counted as (a pointer-sized reference, rounded up to cover
+/// wasmtime's bookkeeping), so tables draw from the same budget as memories.
+const TABLE_ELEMENT_BYTES: usize = 16;
+/// Most core instances, tables and memories one store may create. A component built by
+/// `wasm-component-ld` has a handful of each (the module, the WASI adapter, shims); these
+/// bound a crafted component that nests thousands.
+const MAX_INSTANCES: usize = 32;
+const MAX_TABLES: usize = 32;
+const MAX_MEMORIES: usize = 8;
 
 /// State of one guest call.
 pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
+    /// The cap on all linear memories and tables of the store together, in bytes.
     memory_cap: usize,
+    /// Bytes the store's memories and tables hold now, as the limiter has granted them.
+    reserved: usize,
     /// Set when the guest asked for more memory than the cap.
     pub(super) memory_exceeded: bool,
+    /// When the call started; the epoch callback measures the deadline from here.
+    pub(super) started: Instant,
     stderr: MemoryOutputPipe,
     key: String,
     log_lines: usize,
@@ -51,8 +67,8 @@ impl HostMonotonicClock for FrozenClock {
 }
 
 impl CallState {
-    /// A sandbox for reconciling `key` with at most `memory` bytes of linear memory.
-    pub fn new(key: &str, memory: usize) -> Self {
+    /// A sandbox for reconciling `key` within `limits`, starting now.
+    pub fn new(key: &str, limits: Limits) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         // No preopened directories, environment, arguments or network; frozen clocks and a
         // fixed random stream, so a guest is a pure function of its request.
@@ -70,8 +86,10 @@ impl CallState {
         CallState {
             wasi,
             table: ResourceTable::new(),
-            memory_cap: memory,
+            memory_cap: limits.memory,
+            reserved: 0,
             memory_exceeded: false,
+            started: Instant::now(),
             stderr,
             key: key.to_string(),
             log_lines: 0,
@@ -86,44 +104,59 @@ impl CallState {
     }
 }
 
-impl ResourceLimiter for CallState {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.memory_cap {
-            // Trap rather than fail the grow: a Rust guest would abort anyway, and a trap
-            // names the cause.
+impl CallState {
+    /// Accounts a memory or table going from `current` to `desired` bytes against the cap of
+    /// the whole store, or traps (rather than failing the grow: a Rust guest would abort
+    /// anyway, and a trap names the cause).
+    fn grow(&mut self, what: &str, current: usize, desired: usize) -> wasmtime::Result<bool> {
+        let total = (self.reserved - current.min(self.reserved)).saturating_add(desired);
+        if total > self.memory_cap {
             self.memory_exceeded = true;
             wasmtime::bail!(
-                "guest memory would grow to {desired} bytes, over the cap of {} bytes",
+                "growing a {what} to {desired} bytes would bring the guest to {total} bytes, over the cap of {} bytes",
                 self.memory_cap
             );
         }
+        self.reserved = total;
         Ok(true)
+    }
+}
+
+/// Bounds the whole store, not one memory: a component may have several memories and
+/// tables, and each instance adds its own, so the cap is on their sum.
+impl ResourceLimiter for CallState {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.grow("memory", current, desired)
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
+        self.grow(
+            "table",
+            current.saturating_mul(TABLE_ELEMENT_BYTES),
+            desired.saturating_mul(TABLE_ELEMENT_BYTES),
+        )
     }
 
     fn instances(&self) -> usize {
-        16
+        MAX_INSTANCES
     }
 
     fn tables(&self) -> usize {
-        16
+        MAX_TABLES
     }
 
     fn memories(&self) -> usize {
-        4
+        MAX_MEMORIES
     }
 }
 

@@ -105,29 +105,21 @@ pub async fn validate_candidate(
             });
         }
     }
-    let runtime = runtime.clone();
-    let cache = cache.cloned();
-    let cases = config.check_cases.clone();
-    // Compiling takes a core for a while: keep it off the async runtime's threads.
-    tokio::task::spawn_blocking(move || {
-        let guest = runtime.load_cached(&bytes, cache.as_ref())?;
-        if let Some(dir) = cases {
-            let files =
-                discover(std::slice::from_ref(&dir)).map_err(|e| Refusal::Check(e.to_string()))?;
-            for file in files {
-                let verdict = check_file(&guest, &file);
-                if let Some(problem) = verdict.problems.first() {
-                    return Err(Refusal::Case {
-                        case: file.display().to_string(),
-                        problem: problem.clone(),
-                    });
-                }
+    let guest = runtime.load_cached_async(bytes, cache).await?;
+    if let Some(dir) = &config.check_cases {
+        let files =
+            discover(std::slice::from_ref(dir)).map_err(|e| Refusal::Check(e.to_string()))?;
+        for file in files {
+            let verdict = check_file(&guest, &file).await;
+            if let Some(problem) = verdict.problems.first() {
+                return Err(Refusal::Case {
+                    case: file.display().to_string(),
+                    problem: problem.clone(),
+                });
             }
         }
-        Ok(guest)
-    })
-    .await
-    .map_err(|e| Refusal::Check(e.to_string()))?
+    }
+    Ok(guest)
 }
 
 /// One entry of the swap history (`/guest`).

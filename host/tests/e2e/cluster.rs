@@ -54,10 +54,16 @@ impl Running {
     }
 }
 
-pub fn default_guest() -> Guest {
+pub async fn default_guest() -> Guest {
+    load_guest(weir::runtime::DEFAULT_GUEST.to_vec()).await
+}
+
+/// Loads `bytes` as a guest with the default limits.
+pub async fn load_guest(bytes: Vec<u8>) -> Guest {
     Runtime::new(Limits::default())
         .unwrap()
-        .default_guest()
+        .load_async(bytes)
+        .await
         .unwrap()
 }
 
@@ -95,8 +101,8 @@ impl Cluster {
         Running { handle, stop, task }
     }
 
-    pub fn run_default(&self) -> Running {
-        self.run(default_guest(), Config::default())
+    pub async fn run_default(&self) -> Running {
+        self.run(default_guest().await, Config::default())
     }
 
     /// The stored Endpoints, straight from the server's store.

@@ -31,7 +31,7 @@ async fn pods_becoming_ready_and_not_ready() {
         pod("app", "b", json!({"app": "web"}), "10.1.0.2", false),
     ])
     .await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     c.wait_ips("app", "web", &["10.1.0.1"], &["10.1.0.2"]).await;
     c.apply(pod("app", "b", json!({"app": "web"}), "10.1.0.2", true))
         .await;
@@ -53,7 +53,7 @@ async fn relabelled_pod_leaves_one_service_and_joins_another() {
         pod("app", "b", json!({"color": "green"}), "10.1.0.2", true),
     ])
     .await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     c.wait_ips("app", "blue", &["10.1.0.1"], &[]).await;
     c.wait_ips("app", "green", &["10.1.0.2"], &[]).await;
     c.apply(pod("app", "a", json!({"color": "green"}), "10.1.0.1", true))
@@ -89,7 +89,7 @@ async fn named_target_port_publish_not_ready_and_headless() {
         pod("app", "b", json!({"app": "web"}), "10.1.0.2", false),
     ])
     .await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     c.wait_ips("app", "named", &["10.1.0.1"], &["10.1.0.2"])
         .await;
     c.wait_ips("app", "all", &["10.1.0.1", "10.1.0.2"], &[])
@@ -135,7 +135,7 @@ async fn leftover_endpoints_are_removed_at_start_except_leader_election() {
     let leader = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "lock", "namespace": "app",
         "annotations": {"control-plane.alpha.kubernetes.io/leader": "{}"}}});
     let c = Cluster::start(vec![namespace("app"), leftover, leader]).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     c.wait_gone("app", "orphan").await;
     run.idle().await;
     assert!(
@@ -148,7 +148,7 @@ async fn leftover_endpoints_are_removed_at_start_except_leader_election() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_edited_endpoints_are_restored() {
     let c = Cluster::start(web_app()).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     let api: Api<core::Endpoints> = Api::namespaced(c.client.clone(), "app");
     let edit = json!({"subsets": [{"addresses": [{"ip": "10.6.6.6"}], "ports": [{"port": 80}]}]});
@@ -174,14 +174,14 @@ async fn correct_endpoints_get_no_write() {
         pod("app", "d", json!({"app": "db"}), "10.1.0.9", true),
     ])
     .await;
-    let first = c.run_default();
+    let first = c.run_default().await;
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     c.wait_ips("app", "db", &["10.1.0.9"], &[]).await;
     first.idle().await;
     first.stop().await;
     // A fresh controller (a restart, or a takeover) finds everything right: no write at all.
     let writes = c.endpoints_writes();
-    let second = c.run_default();
+    let second = c.run_default().await;
     let handle = second.handle.clone();
     wait_for("both services synced", || {
         let h = handle.clone();
@@ -236,7 +236,7 @@ async fn converges_through_api_faults_dropped_watches_and_410() {
         batch_period: Duration::from_secs(2),
         ..Config::default()
     };
-    let run = c.run(default_guest(), config);
+    let run = c.run(default_guest().await, config);
     let expected = |i: usize, all_ready: bool| {
         let ips: Vec<String> = (0..3).map(|j| format!("10.2.{i}.{j}")).collect();
         if all_ready {
@@ -305,7 +305,7 @@ async fn converges_through_api_faults_dropped_watches_and_410() {
 async fn demo_seed_converges_to_what_weir_reconcile_computes() {
     let seed = weir_apiserver::parse_seed(include_str!("../../../deploy/demo/seed.yaml")).unwrap();
     let c = Cluster::start(seed).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     let services: Api<core::Service> = Api::all(c.client.clone());
     let list = services.list(&Default::default()).await.unwrap();
     let selected: Vec<_> = list
@@ -331,7 +331,7 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
     // objects: reconciling the stored state decides nothing.
     let pods: Api<core::Pod> = Api::all(c.client.clone());
     let pods = pods.list(&Default::default()).await.unwrap().items;
-    let guest = default_guest();
+    let guest = default_guest().await;
     for svc in &selected {
         let (ns, name) = (
             svc.metadata.namespace.clone().unwrap(),
@@ -347,7 +347,7 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
             expect: None,
         };
         assert_eq!(
-            case.run(&guest).unwrap(),
+            case.run(&guest).await.unwrap(),
             Action::None,
             "{ns}/{name} differs from weir reconcile"
         );
@@ -355,7 +355,7 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
             endpoints: None,
             ..case
         };
-        let Action::Create(want) = fresh.run(&guest).unwrap() else {
+        let Action::Create(want) = fresh.run(&guest).await.unwrap() else {
             panic!("create expected")
         };
         let got = c.endpoints(&ns, &name).unwrap();
@@ -381,7 +381,7 @@ async fn failing_updates_record_one_rate_limited_event() {
     ])
     .await;
     c.server.faults().conflict_next_updates(1_000);
-    let run = c.run_default();
+    let run = c.run_default().await;
     let h = run.handle.clone();
     wait_for("several failed syncs", || {
         let h = h.clone();
@@ -422,7 +422,7 @@ async fn batch_period_coalesces_pod_changes_into_one_write() {
         batch_period: Duration::from_secs(3),
         ..Config::default()
     };
-    let run = c.run(default_guest(), config);
+    let run = c.run(default_guest().await, config);
     c.wait_ips("app", "web", &["10.1.0.1", "10.1.0.2", "10.1.0.3"], &[])
         .await;
     run.idle().await;
@@ -467,7 +467,7 @@ async fn service_selector_limits_what_weir_manages() {
         service_selector: Some("owner=weir".parse().unwrap()),
         ..Config::default()
     };
-    let run = c.run(default_guest(), config);
+    let run = c.run(default_guest().await, config);
     c.wait_ips("app", "mine", &["10.1.0.1"], &[]).await;
     run.idle().await;
     // The unselected Service's Endpoints belong to someone else: untouched, not deleted.

@@ -72,7 +72,7 @@ async fn swap_while_200_services_sync_changes_endpoints_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("guest.wasm");
     std::fs::write(&file, DEFAULT_GUEST).unwrap();
-    let run = c.run_default();
+    let run = c.run_default().await;
     let swapper = swapper(&run, SwapConfig::default());
     let stop = CancellationToken::new();
     let _watch = watch_file(
@@ -110,7 +110,7 @@ async fn swap_while_200_services_sync_changes_endpoints_and_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_candidates_are_refused_and_the_active_guest_keeps_serving() {
     let c = Cluster::start(services(3, json!({}))).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     let swapper = swapper(&run, SwapConfig::default());
     c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
     let active = run.handle.guest.current().digest().to_string();
@@ -162,7 +162,7 @@ async fn bad_candidates_are_refused_and_the_active_guest_keeps_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_that_starts_trapping_is_rolled_back() {
     let c = Cluster::start(services(10, json!({"weir.test/trap": "true"}))).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     for i in 0..10 {
         c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
     }
@@ -219,10 +219,7 @@ async fn one_trapping_service_does_not_stop_the_others() {
         true,
     ));
     let c = Cluster::start(objects).await;
-    let guest = Runtime::new(Limits::default())
-        .unwrap()
-        .load(&test_guest_bytes("trap-on-label"))
-        .unwrap();
+    let guest = load_guest(test_guest_bytes("trap-on-label")).await;
     let run = c.run(guest, Config::default());
     for i in 0..5 {
         c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
@@ -241,12 +238,9 @@ async fn one_trapping_service_does_not_stop_the_others() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_guest_reports_differences_and_writes_nothing() {
     let c = Cluster::start(services(4, json!({}))).await;
-    let shadow = Runtime::new(Limits::default())
-        .unwrap()
-        .load(&test_guest_bytes("all-not-ready"))
-        .unwrap();
+    let shadow = load_guest(test_guest_bytes("all-not-ready")).await;
     let run = c.run(
-        default_guest(),
+        default_guest().await,
         Config {
             shadow: Some(shadow),
             ..Config::default()
@@ -281,7 +275,7 @@ async fn configmap_source_swaps_and_records_refusals_as_events() {
             .unwrap();
     cm.binary_data = Some([("guest.wasm".to_string(), ByteString(DEFAULT_GUEST.to_vec()))].into());
     cms.create(&PostParams::default(), &cm).await.unwrap();
-    let run = c.run_default();
+    let run = c.run_default().await;
     let swapper = swapper(&run, SwapConfig::default());
     let stop = CancellationToken::new();
     let _watch = watch_configmap(
@@ -336,7 +330,7 @@ async fn configmap_source_swaps_and_records_refusals_as_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_guest_endpoint_serves_digest_and_history() {
     let c = Cluster::start(services(1, json!({}))).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     let swapper = swapper(&run, SwapConfig::default());
     let _ = swapper.offer(b"garbage".to_vec(), "test").await;
     let (addr, task) = weir::admin::Admin::new(run.handle.clone(), Some(swapper))
@@ -372,7 +366,7 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pinned_digest_and_golden_cases_gate_every_candidate() {
     let c = Cluster::start(services(1, json!({}))).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
     let candidate = test_guest_bytes("all-not-ready");
 
@@ -398,5 +392,123 @@ async fn pinned_digest_and_golden_cases_gate_every_candidate() {
     let refusal = checked.offer(candidate, "test").await.unwrap_err();
     assert_eq!(refusal.reason(), "cases", "{refusal}");
     assert_eq!(run.handle.guest.current().digest(), digest(DEFAULT_GUEST));
+    run.stop().await;
+}
+
+/// Guests that block in WASI (a sleep, a one-hour timer) or spin on the clock: with as many
+/// stalled Services as workers, the others still converge, and every stalled call counts as
+/// a fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalling_guests_do_not_stall_the_controller() {
+    for name in ["sleep", "poll-timer", "clock-spin"] {
+        let workers = 2;
+        let mut objects = services(4, json!({}));
+        for i in 0..workers {
+            let mut stalled = service(
+                "app",
+                &format!("stalled{i}"),
+                json!({"app": "stalled"}),
+                json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+            );
+            stalled["metadata"]["labels"]["weir.test/stall"] = json!("true");
+            objects.push(stalled);
+        }
+        let c = Cluster::start(objects).await;
+        let run = c.run(
+            load_guest(test_guest_bytes(name)).await,
+            Config {
+                workers,
+                ..Config::default()
+            },
+        );
+        for i in 0..4 {
+            c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
+        }
+        let h = run.handle.clone();
+        wait_for("stalled calls counted as faults", || {
+            let h = h.clone();
+            async move { h.stats.guest_faults.load(Relaxed) >= workers as u64 }
+        })
+        .await;
+        assert!(c.endpoints("app", "stalled0").is_none(), "{name}");
+        run.stop().await;
+    }
+}
+
+/// A swap to a guest that blocks on every Service is rolled back, like one that traps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_that_starts_blocking_is_rolled_back() {
+    let c = Cluster::start(services(6, json!({"weir.test/stall": "true"}))).await;
+    let run = c.run_default().await;
+    for i in 0..6 {
+        c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
+    }
+    run.idle().await;
+    let before = run.handle.guest.current().digest().to_string();
+    let swapper = swapper(&run, SwapConfig::default());
+    assert!(
+        swapper
+            .offer(test_guest_bytes("poll-timer"), "test")
+            .await
+            .unwrap()
+    );
+    let s = swapper.clone();
+    wait_for("rollback", || {
+        let s = s.clone();
+        async move { s.stats.rollbacks.load(Relaxed) == 1 }
+    })
+    .await;
+    assert_eq!(run.handle.guest.current().digest(), before);
+    c.apply(pod("app", "p2", json!({"app": "a2"}), &ip(2), false))
+        .await;
+    c.wait_ips("app", "s2", &[], &[&ip(2)]).await;
+    run.stop().await;
+}
+
+/// The gate runs `--guest-check` cases under the deadline: a candidate that sleeps in one is
+/// refused promptly, and the swapper goes on to look at the next candidate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_that_sleeps_in_a_check_case_is_refused_and_the_next_is_taken() {
+    let c = Cluster::start(services(2, json!({}))).await;
+    let run = c.run_default().await;
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    let cases = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cases.path().join("stalled.yaml"),
+        r#"
+key: app/web
+service:
+  metadata: {name: web, namespace: app, labels: {weir.test/stall: "true"}}
+  spec: {selector: {app: web}, clusterIP: 10.96.0.1, ipFamilies: [IPv4], ports: [{name: http, port: 80, targetPort: 8080}]}
+pods: []
+endpoints: null
+"#,
+    )
+    .unwrap();
+    let swapper = swapper(
+        &run,
+        SwapConfig {
+            check_cases: Some(cases.path().to_path_buf()),
+            ..SwapConfig::default()
+        },
+    );
+    for name in ["sleep", "poll-timer", "clock-spin"] {
+        let refusal = tokio::time::timeout(
+            Duration::from_secs(30),
+            swapper.offer(test_guest_bytes(name), name),
+        )
+        .await
+        .expect("the gate must not stall")
+        .expect_err(name);
+        assert_eq!(refusal.reason(), "cases", "{name}: {refusal}");
+        assert!(refusal.to_string().contains("deadline"), "{refusal}");
+    }
+    assert!(
+        swapper
+            .offer(test_guest_bytes("all-not-ready"), "good")
+            .await
+            .unwrap()
+    );
+    c.wait_ips("app", "s0", &[], &[&ip(0)]).await;
     run.stop().await;
 }
