@@ -6,6 +6,8 @@ wasmtime::component::bindgen!({
     path: "../wit/v0.2",
     world: "endpoint-policy",
     additional_derives: [PartialEq, Eq, Hash],
+    // Called with `call_async`, as 0.1.0 is (see `Runtime::sandboxed`).
+    exports: { default: async },
 });
 
 pub use self::weir::endpoints::log::Level;

@@ -270,7 +270,7 @@ impl Runtime {
     /// Checks and pre-instantiates an already compiled component whose bytes are `bytes`.
     /// Blocking; see [`Runtime::load`].
     pub fn prepare(&self, component: Component, bytes: &[u8]) -> Result<Guest, LoadError> {
-        wasmtime_wasi::runtime::in_tokio(self.prepare_async(component, bytes))
+        blocking(self.prepare_async(component, bytes))
     }
 
     /// [`Runtime::prepare`] for async code.
@@ -457,11 +457,25 @@ impl Guest {
         (result, timing)
     }
 
-    /// [`Guest::call`] for code that is not async (tests, tools). It must not run inside an
-    /// async task: it blocks until the call ends.
+    /// [`Guest::call`] for code that is not async (tests, tools). It blocks the calling
+    /// thread until the call ends, so async code should await [`Guest::call`] instead.
     pub fn call_blocking(&self, request: &Request) -> Result<Decision, CallError> {
-        wasmtime_wasi::runtime::in_tokio(self.call(request))
+        blocking(self.call(request))
     }
+}
+
+/// Runs `future` to completion from synchronous code, inside an async runtime or not. Inside
+/// one (where blocking on a second future would panic), it runs on a scoped thread of its own.
+fn blocking<F: std::future::Future<Output: Send> + Send>(future: F) -> F::Output {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return wasmtime_wasi::runtime::in_tokio(future);
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| wasmtime_wasi::runtime::in_tokio(future))
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// Turns a wasmtime error into the reason the call failed.

@@ -19,7 +19,7 @@ fn manual_endpoints(name: &str, ip: &str, annotations: Value) -> Value {
 /// The web app with the controller synced and idle.
 async fn running_web_app() -> (Cluster, Running) {
     let c = Cluster::start(web_app()).await;
-    let run = c.run_default();
+    let run = c.run_default().await;
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     run.idle().await;
     (c, run)
