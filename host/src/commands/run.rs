@@ -95,8 +95,10 @@ pub struct Args {
     #[arg(long, env = "WEIR_GUEST_POLL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub guest_poll: Duration,
 
-    /// Keep compiled guests here, keyed by component digest and engine, so restarts and
-    /// swaps back skip compilation. Corrupt or incompatible entries are recompiled.
+    /// Keep compiled guests here (wasmtime's compilation cache), keyed by component and
+    /// engine settings, so restarts and swaps back skip compilation. Unreadable or
+    /// incompatible entries are recompiled; past 256 entries or 256 MiB the least recently
+    /// used are evicted. Must be writable only by weir.
     #[arg(long, env = "WEIR_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
@@ -241,13 +243,14 @@ pub fn run(args: Args) -> ExitCode {
 
 async fn run_async(args: Args) -> anyhow::Result<()> {
     use weir::runtime::Runtime;
-    use weir::runtime::cache::CompileCache;
     use weir::swap::source::{GuestSource, watch_configmap, watch_file};
     use weir::swap::{SwapConfig, Swapper};
 
     let mut config = args.config()?;
-    let runtime = Runtime::new(args.guest.limits())?;
-    let cache = args.cache_dir.clone().map(CompileCache::new);
+    let runtime = match &args.cache_dir {
+        Some(dir) => Runtime::with_cache_dir(args.guest.limits(), dir)?,
+        None => Runtime::new(args.guest.limits())?,
+    };
     let client = client(args.kubeconfig.as_deref()).await?;
     let source = match &args.guest.guest {
         None => GuestSource::Embedded,
@@ -261,7 +264,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         rollback_min_calls: args.rollback_min_calls,
     };
     let bytes = source.read(Some(&client)).await?;
-    let guest = weir::swap::validate_candidate(&runtime, cache.as_ref(), &swap_config, bytes)
+    let guest = weir::swap::validate_candidate(&runtime, &swap_config, bytes)
         .await
         .with_context(|| format!("guest {}", source.describe()))?;
     tracing::info!(source = %source.describe(), digest = guest.digest(), size = guest.size(), "guest loaded");
@@ -269,7 +272,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         let bytes = std::fs::read(path)
             .with_context(|| format!("cannot read --shadow-guest {}", path.display()))?;
         let shadow = runtime
-            .load_cached_async(bytes, cache.as_ref())
+            .load_async(bytes)
             .await
             .with_context(|| format!("--shadow-guest {}", path.display()))?;
         tracing::info!(
@@ -281,7 +284,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
 
     let controller = Controller::new(client.clone(), ActiveGuest::new(guest), config);
     let handle = controller.handle();
-    let swapper = Swapper::new(runtime, cache, handle.clone(), swap_config);
+    let swapper = Swapper::new(runtime, handle.clone(), swap_config);
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     let _watch = match source {

@@ -4,7 +4,6 @@
 mod active;
 pub mod bindings;
 pub mod bindings_v0_2;
-pub mod cache;
 pub mod health;
 mod sandbox;
 
@@ -14,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Cache, CacheConfig, Config, Engine, Store, Trap, UpdateDeadline};
 
 pub use active::ActiveGuest;
 use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
@@ -26,6 +25,21 @@ pub const WIT_PACKAGE: &str = "weir:endpoints@0.1.0";
 pub const WORLD: &str = "endpoint-policy";
 /// How often the epoch advances; deadlines are rounded up to whole ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Most entries the compile cache keeps before evicting the least recently used. A guest's
+/// compiled form is a few MiB; a controller sees a handful of guests over its life.
+pub const CACHE_MAX_FILES: u64 = 256;
+/// Most bytes the compile cache keeps before evicting the least recently used.
+pub const CACHE_MAX_BYTES: u64 = 256 << 20;
+
+/// How a runtime's compile cache has served lookups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Components loaded from the cache.
+    pub hits: usize,
+    /// Components compiled (and stored).
+    pub misses: usize,
+}
 
 /// The default guest, built from `guest/default` by this crate's build script.
 pub static DEFAULT_GUEST: &[u8] = include_bytes!(env!("WEIR_DEFAULT_GUEST_WASM"));
@@ -69,6 +83,9 @@ pub enum LoadError {
     /// The component could not be instantiated within the limits.
     #[error("component fails to instantiate: {0}")]
     Instantiate(String),
+    /// The engine could not be set up (for example, the compile cache directory is unusable).
+    #[error("cannot set up the guest engine: {0}")]
+    Engine(String),
 }
 
 /// Why one guest call produced no decision. Each fails only the key being reconciled.
@@ -153,6 +170,7 @@ impl Drop for EpochTicker {
 /// something can still run a guest, whichever command loaded it.
 struct Shared {
     engine: Engine,
+    cache: Option<Cache>,
     linker: Linker<CallState>,
     limits: Limits,
     _ticker: EpochTicker,
@@ -170,17 +188,56 @@ impl Runtime {
         Self::with_config(limits, Config::new())
     }
 
+    /// Like [`Runtime::new`], keeping compiled guests in `dir` (`--cache-dir`) so that a
+    /// restart, or a swap back to a guest seen before, skips Cranelift.
+    ///
+    /// This is wasmtime's own compilation cache: entries are keyed by a hash of the component
+    /// and of every engine setting that affects code, so engines never share an incompatible
+    /// entry; an entry that cannot be read or decoded is recompiled and rewritten; a worker
+    /// thread evicts the least recently used entries past [`CACHE_MAX_FILES`] files or
+    /// [`CACHE_MAX_BYTES`] bytes. Like any code cache, the directory must be writable only by
+    /// weir: whoever can write it can make weir run native code.
+    pub fn with_cache_dir(limits: Limits, dir: &std::path::Path) -> Result<Self, LoadError> {
+        // wasmtime wants an absolute directory; `--cache-dir` may be relative to the cwd.
+        let dir = std::path::absolute(dir)
+            .map_err(|e| LoadError::Engine(format!("--cache-dir {}: {e}", dir.display())))?;
+        let mut cache = CacheConfig::new();
+        cache
+            .with_directory(&dir)
+            .with_file_count_soft_limit(CACHE_MAX_FILES)
+            .with_files_total_size_soft_limit(CACHE_MAX_BYTES);
+        let cache = Cache::new(cache)
+            .map_err(|e| LoadError::Engine(format!("--cache-dir {}: {e:#}", dir.display())))?;
+        Self::build(limits, Config::new(), Some(cache))
+    }
+
+    /// Lookups of the compile cache served from it and compiled afresh, since this runtime
+    /// started; `None` without a cache.
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.shared.cache.as_ref().map(|c| CacheStats {
+            hits: c.cache_hits(),
+            misses: c.cache_misses(),
+        })
+    }
+
     /// Like [`Runtime::new`], with engine settings of the caller's (an instance allocator,
     /// for example). The component model and epoch interruption are switched on regardless,
     /// since guests and deadlines depend on them.
-    pub fn with_config(limits: Limits, mut config: Config) -> Result<Self, LoadError> {
+    pub fn with_config(limits: Limits, config: Config) -> Result<Self, LoadError> {
+        Self::build(limits, config, None)
+    }
+
+    fn build(limits: Limits, mut config: Config, cache: Option<Cache>) -> Result<Self, LoadError> {
         config.wasm_component_model(true).epoch_interruption(true);
-        let engine = Engine::new(&config).map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        if let Some(cache) = &cache {
+            config.cache(Some(cache.clone()));
+        }
+        let engine = Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
         // The async WASI: a guest blocked in `poll` (a sleep, a timer) awaits a future that
         // the call's timeout can drop, instead of parking a thread for real time.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         EndpointPolicy::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
             &mut linker,
             |s| s,
@@ -190,6 +247,7 @@ impl Runtime {
         Ok(Runtime {
             shared: Arc::new(Shared {
                 engine,
+                cache,
                 linker,
                 limits,
                 _ticker: ticker,
@@ -222,39 +280,13 @@ impl Runtime {
         self.prepare(component, bytes)
     }
 
-    /// [`Runtime::load`] for async code: compiles on the blocking pool, then checks the trial
-    /// instantiation on the caller's task.
+    /// [`Runtime::load`] for async code: compiles (through the cache, if any) on the
+    /// blocking pool, then checks the trial instantiation on the caller's task.
     pub async fn load_async(&self, bytes: Vec<u8>) -> Result<Guest, LoadError> {
-        self.load_cached_async(bytes, None).await
-    }
-
-    /// Like [`Runtime::load`], taking the compiled form from `cache` when it holds a valid
-    /// entry for these bytes and this engine, and storing it there otherwise. Blocking.
-    pub fn load_cached(
-        &self,
-        bytes: &[u8],
-        cache: Option<&cache::CompileCache>,
-    ) -> Result<Guest, LoadError> {
-        match cache {
-            Some(cache) => self.prepare(cache.load_or_compile(self, bytes)?, bytes),
-            None => self.load(bytes),
-        }
-    }
-
-    /// [`Runtime::load_cached`] for async code.
-    pub async fn load_cached_async(
-        &self,
-        bytes: Vec<u8>,
-        cache: Option<&cache::CompileCache>,
-    ) -> Result<Guest, LoadError> {
         let runtime = self.clone();
-        let cache = cache.cloned();
         // Compiling takes a core for a while: keep it off the async runtime's threads.
         let (component, bytes) = tokio::task::spawn_blocking(move || {
-            let component = match &cache {
-                Some(cache) => cache.load_or_compile(&runtime, &bytes),
-                None => runtime.compile(&bytes),
-            };
+            let component = runtime.compile(&bytes);
             (component, bytes)
         })
         .await

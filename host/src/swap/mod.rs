@@ -14,7 +14,6 @@ use serde::Serialize;
 
 use crate::cases::{check_file, discover};
 use crate::controller::Handle;
-use crate::runtime::cache::CompileCache;
 use crate::runtime::{Guest, Runtime, digest};
 
 /// How swaps are checked and judged.
@@ -82,6 +81,7 @@ impl Refusal {
                 | crate::runtime::LoadError::WrongWorld(_),
             ) => "world",
             Refusal::Load(crate::runtime::LoadError::Instantiate(_)) => "instantiate",
+            Refusal::Load(crate::runtime::LoadError::Engine(_)) => "check",
             Refusal::Case { .. } => "cases",
             Refusal::Check(_) => "check",
         }
@@ -92,7 +92,6 @@ impl Refusal {
 /// instantiation, and the golden cases. Used at start and for every swap.
 pub async fn validate_candidate(
     runtime: &Runtime,
-    cache: Option<&CompileCache>,
     config: &SwapConfig,
     bytes: Vec<u8>,
 ) -> Result<Guest, Refusal> {
@@ -105,7 +104,7 @@ pub async fn validate_candidate(
             });
         }
     }
-    let guest = runtime.load_cached_async(bytes, cache).await?;
+    let guest = runtime.load_async(bytes).await?;
     if let Some(dir) = &config.check_cases {
         let files =
             discover(std::slice::from_ref(dir)).map_err(|e| Refusal::Check(e.to_string()))?;
@@ -154,7 +153,6 @@ pub struct SwapStats {
 /// Validates and swaps guests for a running controller.
 pub struct Swapper {
     runtime: Runtime,
-    cache: Option<CompileCache>,
     /// The controller whose guest is swapped.
     pub handle: Handle,
     config: SwapConfig,
@@ -174,15 +172,9 @@ fn now() -> String {
 
 impl Swapper {
     /// A swapper for the controller behind `handle`.
-    pub fn new(
-        runtime: Runtime,
-        cache: Option<CompileCache>,
-        handle: Handle,
-        config: SwapConfig,
-    ) -> Arc<Self> {
+    pub fn new(runtime: Runtime, handle: Handle, config: SwapConfig) -> Arc<Self> {
         Arc::new(Swapper {
             runtime,
-            cache,
             handle,
             config,
             history: Mutex::new(Vec::new()),
@@ -264,7 +256,7 @@ impl Swapper {
     }
 
     async fn validate(&self, bytes: Vec<u8>, _candidate: &str) -> Result<Guest, Refusal> {
-        validate_candidate(&self.runtime, self.cache.as_ref(), &self.config, bytes).await
+        validate_candidate(&self.runtime, &self.config, bytes).await
     }
 
     /// Watches the new guest for the rollback window; if its fault share goes over the

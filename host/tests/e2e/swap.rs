@@ -58,7 +58,6 @@ fn replace_file(path: &std::path::Path, bytes: &[u8]) {
 fn swapper(run: &Running, config: SwapConfig) -> Arc<Swapper> {
     Swapper::new(
         Runtime::new(Limits::default()).unwrap(),
-        None,
         run.handle.clone(),
         config,
     )
