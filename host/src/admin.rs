@@ -233,10 +233,9 @@ impl Admin {
 }
 
 async fn readyz(State(admin): State<Admin>) -> impl IntoResponse {
-    if admin.handle.is_synced() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+    match admin.handle.readiness() {
+        Ok(()) => (StatusCode::OK, "ok".to_string()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
 

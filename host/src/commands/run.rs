@@ -135,6 +135,19 @@ pub struct Args {
     #[arg(long, env = "WEIR_ADMIN_ADDR", default_value = "127.0.0.1:9090")]
     pub admin_addr: std::net::SocketAddr,
 
+    /// Queue every Service again after a random time between this and twice this, as
+    /// kube-controller-manager's informers resync (its --min-resync-period, 12h): a key dropped
+    /// after 15 failed retries gets another try. `0s` turns resyncs off.
+    #[arg(long, env = "WEIR_RESYNC_PERIOD", default_value = "12h", value_parser = humantime::parse_duration)]
+    pub resync_period: Duration,
+
+    /// /readyz fails once no list or watch request to the API server has succeeded for this
+    /// long. weir also asks the API server for its resourceVersion every quarter of this (at
+    /// most every 10s); one lower than weir has seen means the server lost its state, and every
+    /// cache is listed afresh.
+    #[arg(long, env = "WEIR_READYZ_API_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub readyz_api_timeout: Duration,
+
     /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish.
     #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
@@ -183,6 +196,8 @@ impl Args {
                 endpoint_slices: self.manage.contains(&Output::EndpointSlices),
                 max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
             },
+            resync_period: self.resync_period,
+            readyz_api_timeout: self.readyz_api_timeout,
             ..Config::default()
         })
     }

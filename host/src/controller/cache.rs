@@ -450,4 +450,26 @@ mod tests {
         assert!(!cache.is_unmanaged("ns/s"));
         assert!(cache.service("ns", "s").is_some());
     }
+
+    #[test]
+    fn a_relist_forgets_services_of_both_kinds_that_are_gone() {
+        let cache = Cache::new(Some("weir=on".parse().unwrap()));
+        let svc = |name: &str, labels: serde_json::Value| -> core::Service {
+            serde_json::from_value(
+                json!({"metadata": {"name": name, "namespace": "ns", "labels": labels}, "spec": {}}),
+            )
+            .unwrap()
+        };
+        cache.apply_service(&svc("mine", json!({"weir": "on"})));
+        cache.apply_service(&svc("kept", json!({"weir": "on"})));
+        cache.apply_service(&svc("theirs", json!({})));
+        cache.apply_service(&svc("theirs-kept", json!({})));
+        let seen: HashSet<Key> = ["ns/kept".to_string(), "ns/theirs-kept".to_string()].into();
+        assert_eq!(cache.retain_services(&seen), ["ns/mine"]);
+        assert!(!cache.is_unmanaged("ns/theirs"), "unmanaged record leaked");
+        assert!(cache.is_unmanaged("ns/theirs-kept"));
+        assert_eq!(cache.service_keys(), ["ns/kept"]);
+        // Only the managed Service that went away may lose its Endpoints.
+        assert_eq!(cache.deletable_keys(), ["ns/mine"]);
+    }
 }

@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod events;
+pub mod informer;
 pub mod slice_sync;
 pub mod slice_tracker;
 pub mod slices;
@@ -17,11 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +28,7 @@ use crate::runtime::ActiveGuest;
 use crate::runtime::health::CallHealth;
 use crate::selector::LabelSelector;
 use cache::{Cache, CachedPod, key};
+use informer::{ApiHealth, check_api, informer};
 use sync::{Outcome, StaleTracker, SyncError, Syncer};
 use writer::{EventRecorder, Writer};
 
@@ -58,6 +57,12 @@ pub struct Config {
     pub shadow_config: Option<String>,
     /// Which outputs weir manages (`--manage`, `--max-endpoints-per-slice`).
     pub outputs: Outputs,
+    /// Every Service is queued again after a random time between this and twice this
+    /// (upstream informers' resync); zero never resyncs.
+    pub resync_period: Duration,
+    /// Not ready once no list or watch has succeeded for this long. The API server's
+    /// resourceVersion is checked every quarter of it (at most every 10 s).
+    pub readyz_api_timeout: Duration,
 }
 
 /// Which objects weir writes for each Service (`--manage`), from one guest decision.
@@ -97,6 +102,8 @@ impl Default for Config {
             shadow: None,
             shadow_config: None,
             outputs: Outputs::default(),
+            resync_period: Duration::from_secs(12 * 3600),
+            readyz_api_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -131,7 +138,10 @@ pub struct Handle {
     pub health: Arc<CallHealth>,
     /// The sync machinery (shadow counters live there).
     pub syncer: Arc<Syncer>,
+    /// The connection to the API server.
+    pub api: Arc<ApiHealth>,
     synced: Arc<AtomicBool>,
+    readyz_api_timeout: Duration,
 }
 
 impl Handle {
@@ -140,9 +150,27 @@ impl Handle {
         self.synced.load(Ordering::Acquire)
     }
 
-    /// Enqueues every managed Service once (after a guest swap, the rules changed).
+    /// Why `/readyz` should fail, if it should: caches not synced yet, or no successful list
+    /// or watch for longer than `readyz_api_timeout`.
+    pub fn readiness(&self) -> Result<(), String> {
+        if !self.is_synced() {
+            return Err("caches not synced".into());
+        }
+        let silent = self.api.since_contact();
+        if silent > self.readyz_api_timeout {
+            return Err(format!(
+                "no successful list or watch of the API server for {}s",
+                silent.as_secs()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Enqueues every managed Service once (after a guest swap, the rules changed, and on
+    /// every resync), and every key whose Endpoints still wait for deletion.
     pub fn enqueue_all(&self) -> usize {
-        let keys = self.cache.service_keys();
+        let mut keys = self.cache.service_keys();
+        keys.extend(self.cache.deletable_keys());
         let n = keys.len();
         for k in keys {
             self.queue.add(k);
@@ -202,7 +230,9 @@ impl Controller {
             stats: Arc::new(Stats::default()),
             health,
             syncer: syncer.clone(),
+            api: Arc::new(ApiHealth::default()),
             synced: Arc::new(AtomicBool::new(false)),
+            readyz_api_timeout: config.readyz_api_timeout,
         };
         Controller {
             client,
@@ -244,12 +274,14 @@ impl Controller {
             services_handler(handle.clone()),
             synced_tx.clone(),
             "services",
+            handle.api.clone(),
         ));
         informers.spawn(informer(
             self.api::<core::Pod>(),
             pods_handler(handle.clone(), self.config.batch_period),
             synced_tx.clone(),
             "pods",
+            handle.api.clone(),
         ));
         if outputs.endpoints {
             pending.insert("endpoints");
@@ -258,6 +290,7 @@ impl Controller {
                 endpoints_handler(handle.clone()),
                 synced_tx.clone(),
                 "endpoints",
+                handle.api.clone(),
             ));
         }
         if outputs.endpoint_slices {
@@ -267,14 +300,26 @@ impl Controller {
                 slices_handler(handle.clone(), self.config.batch_period),
                 synced_tx.clone(),
                 "endpointslices",
+                handle.api.clone(),
             ));
             informers.spawn(informer(
                 Api::<core::Node>::all(self.client.clone()),
                 nodes_handler(handle.clone()),
                 synced_tx.clone(),
                 "nodes",
+                handle.api.clone(),
             ));
         }
+        let syncer = self.syncer.clone();
+        informers.spawn(check_api(
+            self.api::<core::Service>(),
+            handle.api.clone(),
+            (self.config.readyz_api_timeout / 4)
+                .clamp(Duration::from_millis(100), Duration::from_secs(10)),
+            // The new server's resourceVersions mean nothing against the old ones.
+            move || syncer.stale.clear(),
+            shutdown.clone(),
+        ));
         drop(synced_tx);
 
         // Workers start only when every cache is complete (spec §3.1): a Service synced
@@ -310,6 +355,7 @@ impl Controller {
         for _ in 0..self.config.workers.max(1) {
             workers.spawn(worker(self.syncer.clone(), handle.clone()));
         }
+        informers.spawn(resync(handle.clone(), self.config.resync_period));
         shutdown.cancelled().await;
         tracing::info!("shutting down: finishing in-flight syncs");
         handle.queue.shut_down();
@@ -342,6 +388,20 @@ fn sweep_leftovers(handle: &Handle) -> usize {
     n
 }
 
+/// Queues every Service again after `period` to twice `period` (random, so replicas and
+/// restarts spread out), for ever: a key dropped after its retries, or a change an event did not
+/// report, gets another sync (upstream informers' resync, spec §3.6).
+async fn resync(handle: Handle, period: Duration) {
+    if period.is_zero() {
+        return;
+    }
+    loop {
+        tokio::time::sleep(period.mul_f64(1.0 + fastrand::f64())).await;
+        let n = handle.enqueue_all();
+        tracing::debug!(keys = n, "periodic resync");
+    }
+}
+
 async fn worker(syncer: Arc<Syncer>, handle: Handle) {
     while let Some(k) = handle.queue.get().await {
         let result = syncer.sync(&k).await;
@@ -372,43 +432,6 @@ fn record_failure(handle: &Handle, k: &str, e: &SyncError) {
         Retry::Dropped { requeues } => {
             handle.stats.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::error!(key = %k, error = %e, requeues, "dropping service out of the queue");
-        }
-    }
-}
-
-/// Runs a watcher (with kube-runtime's default backoff) and feeds its changes to `handle`;
-/// reports `kind` on `synced` after the first complete list.
-async fn informer<K, F>(
-    api: Api<K>,
-    mut handle: F,
-    synced: tokio::sync::mpsc::Sender<&'static str>,
-    kind: &'static str,
-) where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    F: FnMut(Change<K>),
-{
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut reported = false;
-    loop {
-        match stream.try_next().await {
-            Ok(Some(event)) => match event {
-                Event::Apply(o) => handle(Change::Apply(o)),
-                Event::Delete(o) => handle(Change::Delete(o)),
-                Event::Init => handle(Change::RelistStart),
-                Event::InitApply(o) => handle(Change::RelistItem(o)),
-                Event::InitDone => {
-                    handle(Change::RelistDone);
-                    if !reported {
-                        reported = true;
-                        let _ = synced.send(kind).await;
-                    }
-                }
-            },
-            Ok(None) => return,
-            // The backoff wrapper retries; this only reports.
-            Err(e) => tracing::warn!(kind, error = %e, "watch failed; retrying with backoff"),
         }
     }
 }

@@ -110,6 +110,11 @@ impl StaleTracker {
             .insert(key.to_string(), resource_version);
     }
 
+    /// Forgets every remembered resourceVersion (the API server's history was reset).
+    pub fn clear(&self) {
+        self.stale.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     fn forget(&self, key: &str) {
         self.stale
             .lock()
