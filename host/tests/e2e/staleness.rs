@@ -52,7 +52,7 @@ async fn an_api_server_restarted_empty_is_relisted_and_readyz_follows() {
         readyz_api_timeout: Duration::from_secs(2),
         ..Config::default()
     };
-    let run = c.run(default_guest(), config);
+    let run = c.run(default_guest().await, config);
     let (admin, _serving) = weir::admin::Admin::new(run.handle.clone(), None)
         .serve("127.0.0.1:0".parse().unwrap())
         .await
@@ -117,7 +117,7 @@ async fn the_resync_retries_a_key_dropped_after_its_retries() {
         resync_period: Duration::from_secs(1),
         ..Config::default()
     };
-    let run = c.run(default_guest(), config);
+    let run = c.run(default_guest().await, config);
     let h = run.handle.clone();
     wait_for("the key dropped after its retries", || {
         let h = h.clone();
