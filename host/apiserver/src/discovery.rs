@@ -157,8 +157,13 @@ fn openapi_doc(group: &str, version: &str) -> Value {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": crate::openapi::v3_schemas(group, version)},
     })
+}
+
+fn v3(group: &str) -> Response {
+    let doc = crate::openapi::v3_document(group, "v1", openapi_doc);
+    respond(200, "application/json", doc.bytes.clone())
 }
 
 /// Serves non-resource paths; `None` for resource paths.
@@ -166,7 +171,7 @@ pub(crate) fn serve(
     sh: &Shared,
     method: &Method,
     path: &str,
-    _headers: &HeaderMap,
+    headers: &HeaderMap,
 ) -> Option<Response> {
     if *method != Method::GET && *method != Method::HEAD {
         return None;
@@ -203,20 +208,41 @@ pub(crate) fn serve(
         ["apis", g, "v1"] if groups().contains(g) => json(resource_list(g, "v1")),
         ["openapi", "v3"] => {
             let mut paths = serde_json::Map::new();
+            let hash = |g: &str| {
+                crate::openapi::v3_document(g, "v1", openapi_doc)
+                    .hash
+                    .clone()
+            };
             paths.insert(
                 "api/v1".into(),
-                json!({"serverRelativeURL": "/openapi/v3/api/v1?hash=weir0001"}),
+                json!({"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(""))}),
             );
             for g in groups() {
                 paths.insert(
                     format!("apis/{g}/v1"),
-                    json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/v1?hash=weir0001")}),
+                    json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/v1?hash={}", hash(g))}),
                 );
             }
             json(json!({"paths": paths}))
         }
-        ["openapi", "v3", "api", "v1"] => json(openapi_doc("", "v1")),
-        ["openapi", "v3", "apis", g, "v1"] if groups().contains(g) => json(openapi_doc(g, "v1")),
+        ["openapi", "v3", "api", "v1"] => v3(""),
+        ["openapi", "v3", "apis", g, "v1"] if groups().contains(g) => v3(g),
+        ["openapi", "v2"] => {
+            let protobuf = headers
+                .get_all(header::ACCEPT)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .any(|a| a.contains("protobuf"));
+            if protobuf {
+                respond(
+                    200,
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                    crate::openapi::v2_protobuf().to_vec(),
+                )
+            } else {
+                respond(200, "application/json", crate::openapi::v2_json().to_vec())
+            }
+        }
         ["openapi", ..] => respond(
             404,
             "application/json",

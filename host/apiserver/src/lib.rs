@@ -30,6 +30,7 @@ mod discovery;
 mod gc;
 mod http;
 mod kubelet;
+mod openapi;
 mod patch;
 mod proto;
 mod resources;

@@ -177,35 +177,35 @@ pub(crate) fn lookup(group: &str, version: &str, name: &str) -> Option<usize> {
 macro_rules! with_type {
     ($r:expr, $T:ident => $body:expr) => {
         match $r {
-            NAMESPACES => {
+            $crate::resources::NAMESPACES => {
                 type $T = k8s_openapi::api::core::v1::Namespace;
                 $body
             }
-            SERVICES => {
+            $crate::resources::SERVICES => {
                 type $T = k8s_openapi::api::core::v1::Service;
                 $body
             }
-            PODS => {
+            $crate::resources::PODS => {
                 type $T = k8s_openapi::api::core::v1::Pod;
                 $body
             }
-            ENDPOINTS => {
+            $crate::resources::ENDPOINTS => {
                 type $T = k8s_openapi::api::core::v1::Endpoints;
                 $body
             }
-            EVENTS => {
+            $crate::resources::EVENTS => {
                 type $T = k8s_openapi::api::core::v1::Event;
                 $body
             }
-            LEASES => {
+            $crate::resources::LEASES => {
                 type $T = k8s_openapi::api::coordination::v1::Lease;
                 $body
             }
-            CONFIGMAPS => {
+            $crate::resources::CONFIGMAPS => {
                 type $T = k8s_openapi::api::core::v1::ConfigMap;
                 $body
             }
-            NODES => {
+            $crate::resources::NODES => {
                 type $T = k8s_openapi::api::core::v1::Node;
                 $body
             }
@@ -216,6 +216,8 @@ macro_rules! with_type {
         }
     };
 }
+
+pub(crate) use with_type;
 
 /// Decodes `v` as the typed object of resource `r` (as kube-apiserver decodes a request body),
 /// returning the canonical JSON value (unknown fields dropped) and the unknown field paths.

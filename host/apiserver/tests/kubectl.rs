@@ -586,3 +586,86 @@ async fn kubectl_slices_nodes_wait_and_graceful_delete() {
     assert!(server.store().get("pods", "default", "p").is_none());
     server.shutdown().await;
 }
+
+const LIST: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Service
+  metadata: {name: web}
+  spec:
+    selector: {app: web}
+    ports: [{name: http, port: 80}]
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-0, labels: {app: web}}
+  spec:
+    containers: [{name: web, image: "nginx:1.27", ports: [{name: http, containerPort: 8080}]}]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_openapi_lists_explain_validate_and_diff() {
+    if !kubectl_available() {
+        return;
+    }
+    let (server, env) = setup("openapi").await;
+    // kind: List validates client-side against OpenAPI v2, then each item is applied.
+    let out = ok_stdin(&env, &["apply", "-f", "-"], LIST).await;
+    assert!(
+        out.contains("service/web created") && out.contains("pod/web-0 created"),
+        "{out}"
+    );
+
+    // The round trip users do: get -o yaml (a List with server fields and status) | apply.
+    let yaml = ok(&env, &["get", "pods,services", "-o", "yaml"]).await;
+    assert!(yaml.contains("kind: List"), "{yaml}");
+    let out = ok_stdin(&env, &["apply", "-f", "-"], &yaml).await;
+    assert!(
+        out.contains("pod/web-0 configured") || out.contains("pod/web-0 unchanged"),
+        "{out}"
+    );
+    assert!(server.store().get("pods", "default", "web-0").is_some());
+
+    // explain reads the v3 schemas.
+    let out = ok(&env, &["explain", "pod.spec"]).await;
+    assert!(out.contains("KIND:       Pod"), "{out}");
+    assert!(out.contains("FIELD: spec <PodSpec>"), "{out}");
+    assert!(
+        out.contains("containers\t<[]Container> -required-"),
+        "{out}"
+    );
+    let out = ok(&env, &["explain", "endpointslices.endpoints.conditions"]).await;
+    assert!(out.contains("terminating\t<boolean>"), "{out}");
+
+    // Unknown fields: refused with --validate=strict, warned by default (Warn), dropped.
+    let bad = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: odd\nspec:\n  bogus: 1\n  containers:\n  - name: c\n    image: nginx:1.27\n";
+    let (success, _, err) =
+        kubectl(&env, &["apply", "--validate=strict", "-f", "-"], Some(bad)).await;
+    assert!(
+        !success && err.contains("unknown field \"spec.bogus\""),
+        "{err}"
+    );
+    assert!(server.store().get("pods", "default", "odd").is_none());
+    let (success, _, err) =
+        kubectl(&env, &["apply", "--validate=warn", "-f", "-"], Some(bad)).await;
+    assert!(
+        success && err.contains("unknown field \"spec.bogus\""),
+        "{err}"
+    );
+    let stored = server.store().get("pods", "default", "odd").unwrap();
+    assert!(stored["spec"].get("bogus").is_none());
+
+    // diff: a server-side dry run of the apply; exit code 1 when something differs.
+    let same = ok_stdin(&env, &["diff", "-f", "-"], LIST).await;
+    assert!(same.is_empty(), "{same}");
+    let changed = LIST.replace("port: 80}", "port: 81}");
+    let (success, out, err) = kubectl(&env, &["diff", "-f", "-"], Some(&changed)).await;
+    assert!(
+        !success && out.contains("-    port: 80") && out.contains("+    port: 81"),
+        "{out}{err}"
+    );
+    let svc = server.store().get("services", "default", "web").unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80, "diff must not write");
+    server.shutdown().await;
+}

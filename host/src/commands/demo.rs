@@ -32,7 +32,8 @@ pub struct Args {
     #[command(flatten)]
     guest: super::GuestArgs,
 
-    /// Flip a pod's readiness every few seconds, so there is something to watch.
+    /// Flip a pod's readiness every few seconds, and now and then replace a pod (a rolling
+    /// update: the old pod stays terminating for a few seconds), so there is something to watch.
     #[arg(long, env = "WEIR_DEMO_CHURN")]
     churn: bool,
 
@@ -162,7 +163,6 @@ async fn show_endpoints(client: kube::Client, shutdown: CancellationToken) {
     }
 }
 
-/// Flips the Ready condition of one running pod after another, every few seconds.
 /// One line per EndpointSlice: its Service, name and address type, then its endpoints by
 /// the `ready` condition, and its ports.
 fn describe_slice(slice: &EndpointSlice) -> (String, String) {
@@ -231,6 +231,53 @@ async fn show_slices(client: kube::Client, shutdown: CancellationToken) {
     }
 }
 
+/// How long a pod replaced by the churn stays terminating.
+const CHURN_GRACE_SECONDS: i64 = 6;
+
+/// A rolling replacement of `pod`, as a Deployment rollout does it: a ready copy with a new
+/// name and IP first, then a graceful delete of the old pod, which stays terminating for
+/// [`CHURN_GRACE_SECONDS`] (the demo API server emulates the kubelet).
+async fn replace_pod(
+    client: &kube::Client,
+    pod: &core::Pod,
+    turn: usize,
+) -> anyhow::Result<String> {
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let old = pod.metadata.name.clone().unwrap_or_default();
+    let base = match old.rsplit_once("-r") {
+        Some((b, n)) if n.chars().all(|c| c.is_ascii_digit()) => b,
+        _ => old.as_str(),
+    };
+    let name = format!("{base}-r{turn}");
+    let ip = format!("10.250.{}.{}", (turn / 250) % 250, turn % 250 + 1);
+    let pods: Api<core::Pod> = Api::namespaced(client.clone(), &ns);
+    let mut copy = core::Pod {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            labels: pod.metadata.labels.clone(),
+            ..Default::default()
+        },
+        spec: pod.spec.clone(),
+        status: None,
+    };
+    if let Some(spec) = copy.spec.as_mut() {
+        spec.termination_grace_period_seconds = Some(CHURN_GRACE_SECONDS);
+    }
+    pods.create(&kube::api::PostParams::default(), &copy)
+        .await?;
+    let status = serde_json::json!({"status": {
+        "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }});
+    pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    let grace = kube::api::DeleteParams::default().grace_period(CHURN_GRACE_SECONDS as u32);
+    pods.delete(&old, &grace).await?;
+    Ok(name)
+}
+
+/// Every few seconds, flips the Ready condition of one running pod after another; the first
+/// turn and every fourth after it replace a pod instead, so terminating endpoints show up too.
 async fn churn(client: kube::Client, shutdown: CancellationToken) {
     let api: Api<core::Pod> = Api::all(client.clone());
     let mut turn = 0usize;
@@ -246,12 +293,28 @@ async fn churn(client: kube::Client, shutdown: CancellationToken) {
             .items
             .iter()
             .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
             .collect();
         if running.is_empty() {
             continue;
         }
         let pod = running[turn % running.len()];
         turn += 1;
+        if turn % 4 == 1 {
+            let old = format!(
+                "{}/{}",
+                pod.metadata.namespace.as_deref().unwrap_or_default(),
+                pod.metadata.name.as_deref().unwrap_or_default()
+            );
+            match replace_pod(&client, pod, turn).await {
+                Ok(new) => println!(
+                    "{:<28} churn: replaced by {new}, terminating for {CHURN_GRACE_SECONDS}s",
+                    format!("{old} (pod)")
+                ),
+                Err(e) => tracing::debug!(error = %e, "churn replacement failed"),
+            }
+            continue;
+        }
         let mut conditions = pod
             .status
             .as_ref()

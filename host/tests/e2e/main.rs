@@ -476,3 +476,43 @@ async fn service_selector_limits_what_weir_manages() {
     assert_eq!(ips(&theirs), (vec!["10.7.7.7".to_string()], vec![]));
     run.stop().await;
 }
+
+/// A deleted pod bound to a node stays, terminating, for its grace period (the API server
+/// emulates the kubelet). Endpoints drop it at once, except for a Service with
+/// publishNotReadyAddresses, which keeps listing it, as ready, until it is gone
+/// (docs/upstream-behaviour.md §6.3 and §9.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminating_pods_leave_endpoints_unless_publish_not_ready() {
+    let mut objects = web_app();
+    let mut publish = service("app", "all", json!({"app": "web"}), http_port());
+    publish["spec"]["publishNotReadyAddresses"] = json!(true);
+    objects.push(publish);
+    objects.push(pod("app", "b", json!({"app": "web"}), "10.1.0.2", true));
+    let c = Cluster::start(objects).await;
+    let run = c.run_default().await;
+    c.wait_ips("app", "web", &["10.1.0.1", "10.1.0.2"], &[])
+        .await;
+    c.wait_ips("app", "all", &["10.1.0.1", "10.1.0.2"], &[])
+        .await;
+
+    let pods: Api<core::Pod> = Api::namespaced(c.client.clone(), "app");
+    let grace = kube::api::DeleteParams::default().grace_period(5);
+    pods.delete("b", &grace).await.unwrap();
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    run.idle().await;
+    let all = c.endpoints("app", "all").unwrap();
+    let terminating = c.server.store().get("pods", "app", "b");
+    assert!(
+        terminating.is_some_and(|p| !p["metadata"]["deletionTimestamp"].is_null()),
+        "the pod must still be terminating when its addresses are checked"
+    );
+    assert_eq!(
+        ips(&all),
+        (vec!["10.1.0.1".into(), "10.1.0.2".into()], vec![])
+    );
+
+    // When the grace period ends the pod is removed and leaves the last Endpoints too.
+    c.wait_ips("app", "all", &["10.1.0.1"], &[]).await;
+    assert!(c.server.store().get("pods", "app", "b").is_none());
+    run.stop().await;
+}

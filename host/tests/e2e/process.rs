@@ -154,3 +154,63 @@ async fn dry_run_prints_decisions_and_writes_nothing() {
     assert_eq!(c.endpoints_writes(), 0, "a dry run writes nothing");
     assert!(c.endpoints("app", "web").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weir_demo_churn_rolls_a_pod_with_a_terminating_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let demo = Proc::spawn(&[
+        "demo",
+        "--churn",
+        "--for",
+        "120s",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ]);
+    let lines = demo.read_until("a rolling replacement", |seen| {
+        seen.iter().any(|l| l.contains("churn: replaced by"))
+    });
+    let line = lines
+        .iter()
+        .find(|l| l.contains("churn: replaced by"))
+        .unwrap();
+    // "<ns>/<old> (pod)   churn: replaced by <new>, terminating for 6s"
+    let (ns, old) = line
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .split_once('/')
+        .unwrap();
+    let new = line
+        .split("replaced by ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap();
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(kube::Client::try_from(config).unwrap(), ns);
+    let replacement = pods.get(new).await.unwrap();
+    let ip = replacement.status.unwrap().pod_ip.unwrap();
+    let terminating = pods.get_opt(old).await.unwrap();
+    assert!(
+        terminating.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
+        "{old} stays terminating for its grace period"
+    );
+    // The replacement's address reaches the Endpoints the demo shows; the old pod goes.
+    demo.read_until("the replacement's endpoint", |seen| {
+        seen.iter()
+            .any(|l| l.starts_with(&format!("{ns}/")) && l.contains(&ip))
+    });
+    wait_for("the replaced pod to be removed", || {
+        let pods = pods.clone();
+        async move { pods.get_opt(old).await.unwrap().is_none() }
+    })
+    .await;
+    let status = demo.stop("-INT");
+    assert!(status.success(), "{status:?}");
+}
