@@ -655,6 +655,17 @@ async fn kubectl_openapi_lists_explain_validate_and_diff() {
     );
     let stored = server.store().get("pods", "default", "odd").unwrap();
     assert!(stored["spec"].get("bogus").is_none());
+    // --validate=false sends fieldValidation=Ignore: dropped without a warning.
+    let quiet = bad.replace("name: odd", "name: quiet");
+    let (success, _, err) = kubectl(
+        &env,
+        &["apply", "--validate=false", "-f", "-"],
+        Some(&quiet),
+    )
+    .await;
+    assert!(success && !err.contains("unknown field"), "{err}");
+    let stored = server.store().get("pods", "default", "quiet").unwrap();
+    assert!(stored["spec"].get("bogus").is_none());
 
     // diff: a server-side dry run of the apply; exit code 1 when something differs.
     let same = ok_stdin(&env, &["diff", "-f", "-"], LIST).await;
