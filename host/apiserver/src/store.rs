@@ -600,7 +600,14 @@ impl Store {
             return Err(ApiError::already_exists(def.name, def.group, &name));
         }
         let m = meta(&mut v);
-        m.insert("uid".into(), json!(self.rng.uuid()));
+        // Seed objects keep a given uid, so seeds can state ownerReferences between them.
+        if !opts.seed
+            || m.get("uid")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+        {
+            m.insert("uid".into(), json!(self.rng.uuid()));
+        }
         if !opts.seed || m.get("creationTimestamp").is_none_or(Value::is_null) {
             m.insert("creationTimestamp".into(), json!(util::now_rfc3339()));
         }

@@ -1205,3 +1205,48 @@ async fn graceful_pod_deletion() {
     .await;
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn seeded_owner_references_hold_and_cascade() {
+    let svc = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default", "uid": "seed-svc-uid"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
+    let mut owned = serde_json::to_value(slice(
+        "web-seeded",
+        json!([owner("Service", "v1", "web", "seed-svc-uid", true)]),
+    ))
+    .unwrap();
+    owned["metadata"]["namespace"] = json!("default");
+    let config = Config {
+        seed: vec![svc, owned],
+        ..Config::default()
+    };
+    let (server, client, _dir) = start(config, "seed-gc").await;
+    let services: Api<Service> = Api::default_namespaced(client.clone());
+    let slices = dyn_api(
+        &client,
+        "discovery.k8s.io",
+        "EndpointSlice",
+        "endpointslices",
+    );
+    // Seeds keep their uids, so the owner is found and the slice stays...
+    assert_eq!(
+        services.get("web").await.unwrap().metadata.uid.as_deref(),
+        Some("seed-svc-uid")
+    );
+    // (a request after the collector's first pass: a dangling slice would be gone by now)
+    let probe = slice(
+        "probe",
+        json!([owner("Service", "v1", "none", "none", false)]),
+    );
+    slices.create(&PostParams::default(), &probe).await.unwrap();
+    gone(&slices, "probe").await;
+    assert!(slices.get_opt("web-seeded").await.unwrap().is_some());
+    // ...and goes with its owner.
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    gone(&slices, "web-seeded").await;
+    server.shutdown().await;
+}
