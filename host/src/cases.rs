@@ -109,6 +109,8 @@ impl Case {
             serde_path_to_error::deserialize(&mut de)
                 .map_err(|e| fail(field_error(e.path(), e.inner())))?
         } else {
+            // Depth and alias expansion are bounded before serde_yaml parses the text.
+            weir_apiserver::yaml_limits::check(&text).map_err(|e| fail(e.to_string()))?;
             let de = serde_yaml::Deserializer::from_str(&text);
             serde_path_to_error::deserialize(de)
                 .map_err(|e| fail(field_error(e.path(), e.inner())))?
@@ -131,6 +133,7 @@ impl Case {
                 ));
             }
         }
+        check_ports(self.service.as_ref(), &self.pods)?;
         if let Some(config) = &self.config {
             normalize_config(&config_text(config)).map_err(|e| format!("config: {e}"))?;
         }
@@ -222,11 +225,55 @@ impl Case {
 
 fn field_error(path: &serde_path_to_error::Path, inner: &dyn std::fmt::Display) -> String {
     let path = path.to_string();
-    if path == "." || path.is_empty() {
-        inner.to_string()
+    let inner = inner.to_string();
+    // serde_yaml's messages already start with the path; print it once.
+    if path == "." || path.is_empty() || inner.starts_with(&format!("{path}: ")) {
+        inner
     } else {
         format!("{path}: {inner}")
     }
+}
+
+/// Ports the API server would refuse (valid: 1–65535), named by field path: a case must hold
+/// objects a cluster could hold.
+fn check_ports(service: Option<&core::Service>, pods: &[core::Pod]) -> Result<(), String> {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let in_range = |field: String, port: i32| {
+        if (1..=65535).contains(&port) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{field}: {port} is not a valid port number (1-65535)"
+            ))
+        }
+    };
+    let service_ports = service
+        .and_then(|s| s.spec.as_ref())
+        .and_then(|s| s.ports.as_deref())
+        .unwrap_or_default();
+    for (i, p) in service_ports.iter().enumerate() {
+        in_range(format!("service.spec.ports[{i}].port"), p.port)?;
+        if let Some(IntOrString::Int(t)) = p.target_port {
+            in_range(format!("service.spec.ports[{i}].targetPort"), t)?;
+        }
+    }
+    for (i, pod) in pods.iter().enumerate() {
+        let Some(spec) = &pod.spec else { continue };
+        let containers = [("containers", &spec.containers)]
+            .into_iter()
+            .chain(spec.init_containers.as_ref().map(|c| ("initContainers", c)));
+        for (kind, list) in containers {
+            for (j, c) in list.iter().enumerate() {
+                for (k, p) in c.ports.iter().flatten().enumerate() {
+                    in_range(
+                        format!("pods[{i}].spec.{kind}[{j}].ports[{k}].containerPort"),
+                        p.container_port,
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A case whose guest call gave no valid decision.
@@ -253,6 +300,7 @@ pub fn normalize_config(text: &str) -> Result<String, String> {
     if text.trim().is_empty() {
         return Ok(String::new());
     }
+    weir_apiserver::yaml_limits::check(text).map_err(|e| format!("not usable YAML: {e}"))?;
     let value: Value = serde_yaml::from_str(text).map_err(|e| format!("not JSON or YAML: {e}"))?;
     Ok(value.to_string())
 }
@@ -388,12 +436,14 @@ pub fn diff(want: &Value, got: &Value) -> String {
 }
 
 /// Every case file under `paths` (files as given; directories recursively, `*.json`,
-/// `*.yaml`, `*.yml`), sorted.
+/// `*.yaml`, `*.yml`), sorted. Symbolic links are followed, but each directory is read once, so
+/// a link back to a parent (a loop) ends the descent instead of recursing forever.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CaseError> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for path in paths {
         if path.is_dir() {
-            walk(path, &mut out)?;
+            walk(path, &mut seen, &mut out)?;
         } else if path.exists() {
             out.push(path.clone());
         } else {
@@ -404,23 +454,26 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CaseError> {
         }
     }
     out.sort();
+    out.dedup();
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CaseError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| CaseError {
+fn walk(
+    dir: &Path,
+    seen: &mut std::collections::HashSet<PathBuf>,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), CaseError> {
+    let error = |e: std::io::Error| CaseError {
         path: dir.to_path_buf(),
         message: e.to_string(),
-    })?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| CaseError {
-                path: dir.to_path_buf(),
-                message: e.to_string(),
-            })?
-            .path();
+    };
+    if !seen.insert(std::fs::canonicalize(dir).map_err(error)?) {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir).map_err(error)? {
+        let path = entry.map_err(error)?.path();
         if path.is_dir() {
-            walk(&path, out)?;
+            walk(&path, seen, out)?;
         } else if path
             .extension()
             .is_some_and(|e| e == "json" || e == "yaml" || e == "yml")
@@ -440,6 +493,9 @@ pub struct Verdict {
     pub name: Option<String>,
     /// Problems; empty when the case passed.
     pub problems: Vec<String>,
+    /// The file could not be used as a case (unreadable, not YAML/JSON, not a valid case): a
+    /// usage error rather than a failing case.
+    pub unusable: bool,
 }
 
 /// Loads and runs one case file, comparing with its `expect`. A case without `expect`
@@ -452,6 +508,7 @@ pub async fn check_file(guest: &Guest, path: &Path) -> Verdict {
                 path: path.to_path_buf(),
                 name: None,
                 problems: vec![e.message],
+                unusable: true,
             };
         }
     };
@@ -467,5 +524,6 @@ pub async fn check_file(guest: &Guest, path: &Path) -> Verdict {
         path: path.to_path_buf(),
         name: case.name.clone(),
         problems,
+        unusable: false,
     }
 }

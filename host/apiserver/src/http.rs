@@ -124,10 +124,18 @@ async fn handle(State(sh): State<Arc<Shared>>, req: Request) -> Response {
         Some(Err(e)) => return error_response(&e),
         Some(Ok(t)) => t,
     };
-    let body = match axum::body::to_bytes(body, 3 * 1024 * 1024).await {
-        Ok(b) => b,
-        Err(e) => {
+    let read = axum::body::to_bytes(body, 3 * 1024 * 1024);
+    let body = match tokio::time::timeout(sh.request_body_timeout, read).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
             return error_response(&ApiError::new(413, "RequestEntityTooLarge", e.to_string()));
+        }
+        Err(_) => {
+            return error_response(&ApiError::new(
+                504,
+                "Timeout",
+                "request did not complete within the allowed duration: the request body stalled",
+            ));
         }
     };
     match handle_resource(&sh, &parts.method, &parts.headers, &query, target, body).await {
@@ -210,7 +218,12 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
         });
     }
     if ct.contains("yaml") {
-        serde_yaml::from_slice(body)
+        let text = std::str::from_utf8(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        // Depth and alias expansion are bounded before serde_yaml sees the text.
+        crate::yaml_limits::check(text)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        serde_yaml::from_str(text)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
     } else {
         serde_json::from_slice(body)
@@ -218,13 +231,28 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
+/// [`parse_body`] on a blocking thread: decoding up to 3 MB costs CPU time that must not hold
+/// an async worker, which would delay every other request (`/healthz`, watches).
+async fn parse_body_off_thread(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
+    let (headers, body) = (headers.clone(), body.clone());
+    tokio::task::spawn_blocking(move || parse_body(&headers, &body))
+        .await
+        .map_err(|e| ApiError::internal(format!("decoding the body failed: {e}")))?
+}
+
 /// Decodes into the typed object; applies `fieldValidation`. Returns the value and warnings.
 fn decode(r: usize, v: &Value, q: &Query) -> Result<(Value, Vec<String>), ApiError> {
     let def = &RESOURCES[r];
     let av = def.api_version();
     if let Some(k) = v["kind"].as_str()
-        && (k != def.kind || v["apiVersion"].as_str() != Some(av.as_str()))
+        && k != def.kind
     {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({k}) does not match the expected kind ({}) of this resource",
+            def.kind
+        )));
+    }
+    if v["kind"].is_string() && v["apiVersion"].as_str() != Some(av.as_str()) {
         return Err(ApiError::bad_request(format!(
             "the API version in the data ({}) does not match the expected API version ({av})",
             v["apiVersion"].as_str().unwrap_or("")
@@ -340,6 +368,29 @@ async fn handle_resource(
         ));
     }
     let ns = t.ns.clone().unwrap_or_default();
+    // kube-apiserver validates the options of a write before the body: dryRun may only be
+    // "All" (handlers/create.go and friends answer 422 Invalid naming the options kind).
+    if let Some(bad) = q
+        .get("dryRun")
+        .filter(|v| *v != "All" && *method != Method::GET)
+    {
+        let kind = match *method {
+            Method::POST => "CreateOptions",
+            Method::PUT => "UpdateOptions",
+            Method::PATCH => "PatchOptions",
+            Method::DELETE => "DeleteOptions",
+            _ => "ListOptions",
+        };
+        return Err(ApiError::invalid(
+            kind,
+            "meta.k8s.io",
+            "",
+            vec![(
+                "dryRun".into(),
+                format!("Unsupported value: \"{bad}\": supported values: \"All\""),
+            )],
+        ));
+    }
     let dry_run = q.get("dryRun").is_some_and(|v| v == "All");
     let opts = WriteOpts {
         dry_run,
@@ -372,13 +423,13 @@ async fn handle_resource(
             list_response(sh, t.r, t.ns.as_deref(), &ls, &fs, q, table)
         }
         (Method::POST, None) => {
-            let v = parse_body(headers, &body)?;
+            let v = parse_body_off_thread(headers, &body).await?;
             let (v, warnings) = decode(t.r, &v, q)?;
             let obj = sh.lock().create(t.r, t.ns.as_deref(), v, opts)?;
             Ok(with_warnings(obj_response(201, &obj), &warnings))
         }
         (Method::PUT, Some(name)) => {
-            let v = parse_body(headers, &body)?;
+            let v = parse_body_off_thread(headers, &body).await?;
             let (v, warnings) = decode(t.r, &v, q)?;
             let mut s = sh.lock();
             let existed = s.get(t.r, &ns, name).is_some();
@@ -550,6 +601,38 @@ fn decode_continue(s: &str) -> Option<(u64, Key)> {
     Some((rv, (it.next()?.to_string(), it.next()?.to_string())))
 }
 
+/// kube-apiserver's checks of `resourceVersion` and `resourceVersionMatch` on a list: a
+/// resourceVersion that is not a number is a 400 from storage; an unknown match, or a match
+/// without a resourceVersion, fails ListOptions validation (422, handlers/get.go).
+fn check_list_versions(q: &Query) -> Result<(), ApiError> {
+    let rv = q.get("resourceVersion").map(String::as_str).unwrap_or("");
+    if !rv.is_empty() && rv.parse::<u64>().is_err() {
+        return Err(ApiError::bad_request(format!(
+            "invalid resource version: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+        )));
+    }
+    let cause = match q.get("resourceVersionMatch").map(String::as_str) {
+        None | Some("") => return Ok(()),
+        Some("Exact" | "NotOlderThan") if rv.is_empty() => {
+            "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into()
+        }
+        Some("Exact") if rv == "0" => {
+            "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""
+                .into()
+        }
+        Some("Exact" | "NotOlderThan") => return Ok(()),
+        Some(other) => {
+            format!("Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\"")
+        }
+    };
+    Err(ApiError::invalid(
+        "ListOptions",
+        "meta.k8s.io",
+        "",
+        vec![("resourceVersionMatch".into(), cause)],
+    ))
+}
+
 fn list_response(
     sh: &Shared,
     r: usize,
@@ -560,6 +643,7 @@ fn list_response(
     table: bool,
 ) -> Result<Response, ApiError> {
     let def = &RESOURCES[r];
+    check_list_versions(q)?;
     let limit: usize = match q.get("limit") {
         Some(l) => l
             .parse()

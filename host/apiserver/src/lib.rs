@@ -37,6 +37,7 @@ mod resources;
 mod selector;
 mod store;
 mod util;
+pub mod yaml_limits;
 
 use store::{Store, WriteOpts};
 use util::Rng;
@@ -113,6 +114,10 @@ pub struct Config {
     /// `None` (the default): the whole grace period, as when containers ignore SIGTERM. Tests
     /// set a short value; the pod's `deletionTimestamp` still shows the full grace period.
     pub max_pod_grace_period: Option<Duration>,
+    /// How long reading a request body may take before the request fails with 504 Timeout
+    /// (kube-apiserver's `--request-timeout` default is 60 s), so a client that stalls
+    /// mid-body does not hold a connection and its buffer forever.
+    pub request_body_timeout: Duration,
 }
 
 impl Default for Config {
@@ -125,6 +130,7 @@ impl Default for Config {
             seed: Vec::new(),
             namespace_deletion_delay: Duration::from_millis(500),
             max_pod_grace_period: None,
+            request_body_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -132,6 +138,7 @@ impl Default for Config {
 /// Parses seed data: multi-document YAML, a JSON/YAML `List` (`kind: List` or any `*List`),
 /// or a single object.
 pub fn parse_seed(text: &str) -> Result<Vec<Value>, Error> {
+    yaml_limits::check(text).map_err(|e| Error::Seed(e.to_string()))?;
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
         let v: Value =
@@ -237,6 +244,7 @@ pub(crate) struct Shared {
     pub drop_watches: tokio::sync::watch::Sender<u64>,
     pub bookmark_interval: Duration,
     pub addr: SocketAddr,
+    pub request_body_timeout: Duration,
 }
 
 impl Shared {
@@ -325,6 +333,7 @@ impl ApiServer {
             drop_watches: tokio::sync::watch::channel(0).0,
             bookmark_interval: config.bookmark_interval,
             addr,
+            request_body_timeout: config.request_body_timeout,
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let app = http::router(shared.clone());

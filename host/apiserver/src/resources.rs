@@ -478,9 +478,126 @@ pub(crate) fn validate(r: usize, v: &Value) -> Vec<(String, String)> {
                 }
             }
         }
+        ENDPOINTS => {
+            for (i, subset) in v["subsets"].as_array().into_iter().flatten().enumerate() {
+                for list in ["addresses", "notReadyAddresses"] {
+                    for (j, a) in subset[list].as_array().into_iter().flatten().enumerate() {
+                        let field = format!("subsets[{i}].{list}[{j}].ip");
+                        if let Some(problem) = endpoint_ip_problem(&a["ip"], None) {
+                            causes.push((field, problem));
+                        }
+                    }
+                }
+                let ports = subset["ports"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+                for (j, p) in ports.iter().enumerate() {
+                    endpoint_port_causes(&format!("subsets[{i}].ports[{j}]"), p, true, &mut causes);
+                }
+            }
+        }
+        ENDPOINTSLICES => {
+            let family = match v["addressType"].as_str() {
+                Some("IPv4") => Some(false),
+                Some("IPv6") => Some(true),
+                _ => None, // FQDN or unknown: addresses are not IPs
+            };
+            if let Some(v6) = family {
+                for (i, e) in v["endpoints"].as_array().into_iter().flatten().enumerate() {
+                    for (j, a) in e["addresses"].as_array().into_iter().flatten().enumerate() {
+                        if let Some(problem) = endpoint_ip_problem(a, Some(v6)) {
+                            causes.push((format!("endpoints[{i}].addresses[{j}]"), problem));
+                        }
+                    }
+                }
+            }
+            for (i, p) in v["ports"].as_array().into_iter().flatten().enumerate() {
+                endpoint_port_causes(&format!("ports[{i}]"), p, false, &mut causes);
+            }
+        }
         _ => {}
     }
     causes
+}
+
+/// Why `ip` may not be an endpoint address, as kube-apiserver checks Endpoints and
+/// EndpointSlices: it must parse (in the slice's family when `v6` is given) and must not be
+/// unspecified, loopback, link-local or link-local multicast (IPv4-mapped forms included).
+fn endpoint_ip_problem(ip: &Value, v6: Option<bool>) -> Option<String> {
+    use std::net::IpAddr;
+    let text = ip.as_str().unwrap_or("");
+    let Ok(parsed) = text.parse::<IpAddr>() else {
+        return Some(format!(
+            "Invalid value: \"{text}\": must be a valid IP address"
+        ));
+    };
+    let canonical = match parsed {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(parsed, IpAddr::V4),
+        IpAddr::V4(_) => parsed,
+    };
+    if let Some(v6) = v6
+        && matches!(parsed, IpAddr::V6(_)) != v6
+    {
+        let family = if v6 { "IPv6" } else { "IPv4" };
+        return Some(format!(
+            "Invalid value: \"{text}\": must be an {family} address"
+        ));
+    }
+    let special = match canonical {
+        IpAddr::V4(a) => {
+            a.is_unspecified()
+                || a.is_loopback()
+                || a.is_link_local()
+                || (a.octets()[0] == 224 && a.octets()[1] == 0 && a.octets()[2] == 0)
+        }
+        IpAddr::V6(a) => {
+            a.is_unspecified()
+                || a.is_loopback()
+                || a.is_unicast_link_local()
+                || (a.segments()[0] & 0xff0f) == 0xff02
+        }
+    };
+    special.then(|| {
+        format!(
+            "Invalid value: \"{text}\": may not be unspecified, loopback, link-local or link-local multicast"
+        )
+    })
+}
+
+/// Causes for one Endpoints (`required_port`) or EndpointSlice port at `field`.
+fn endpoint_port_causes(
+    field: &str,
+    p: &Value,
+    required_port: bool,
+    causes: &mut Vec<(String, String)>,
+) {
+    match &p["port"] {
+        Value::Null if !required_port => {}
+        port => {
+            let n = port.as_i64().unwrap_or(0);
+            if !(1..=65535).contains(&n) {
+                causes.push((
+                    format!("{field}.port"),
+                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+                ));
+            }
+        }
+    }
+    if let Some(proto) = p["protocol"].as_str()
+        && !matches!(proto, "TCP" | "UDP" | "SCTP")
+    {
+        causes.push((
+            format!("{field}.protocol"),
+            format!("Unsupported value: \"{proto}\": supported values: \"SCTP\", \"TCP\", \"UDP\""),
+        ));
+    }
+    if let Some(name) = p["name"].as_str()
+        && !name.is_empty()
+        && !util::is_dns_label(name)
+    {
+        causes.push((
+            format!("{field}.name"),
+            format!("Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"),
+        ));
+    }
 }
 
 /// Columns of the server-side printing (`kubectl get`), as `(name, type, format, priority)`.

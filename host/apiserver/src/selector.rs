@@ -156,20 +156,36 @@ impl LabelSelector {
     }
 }
 
+/// A label name part or value: at most 63 characters, alphanumerics with `-`, `_`, `.` inside,
+/// beginning and ending with an alphanumeric (ASCII only).
+fn is_label_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A label key is a qualified name: `[prefix/]name`, the prefix a DNS subdomain.
 fn validate_key(k: &str) -> Result<(), String> {
-    let name = k.rsplit('/').next().unwrap_or("");
-    if name.is_empty() || name.len() > 63 {
+    let (prefix, name) = match k.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    if !is_label_name(name) || prefix.is_some_and(|p| !crate::util::is_dns_subdomain(p)) {
         return Err(format!(
-            "invalid label key {k:?}: name part must be non-empty and at most 63 characters"
+            "key: Invalid value: {k:?}: a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ));
     }
     Ok(())
 }
 
 fn validate_value(v: &str) -> Result<(), String> {
-    if v.len() > 63 {
+    if !v.is_empty() && !is_label_name(v) {
         return Err(format!(
-            "invalid label value: {v:?}: must be no more than 63 characters"
+            "values[0]: Invalid value: {v:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
         ));
     }
     Ok(())

@@ -8,7 +8,8 @@ use weir::cases::{check_file, discover};
 /// Run case files and directories of them (recursively: `*.json`, `*.yaml`, `*.yml`).
 ///
 /// Prints `ok` or `FAIL` per case, a readable diff for each failure, and finally
-/// `N passed, N failed`. Exits 1 when any case fails, 2 on bad arguments.
+/// `N passed, N failed`. Exits 1 when any case fails; 2 on bad arguments or when a file is not
+/// a usable case (not YAML/JSON, a wrong field, an impossible object, input over the limits).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -40,7 +41,7 @@ async fn test(args: Args) -> ExitCode {
         Ok(guest) => guest,
         Err(code) => return code,
     };
-    let (mut passed, mut failed) = (0usize, 0usize);
+    let (mut passed, mut failed, mut unusable) = (0usize, 0usize, 0usize);
     for path in &files {
         let verdict = check_file(&guest, path).await;
         let label = match &verdict.name {
@@ -52,6 +53,7 @@ async fn test(args: Args) -> ExitCode {
             println!("ok   {label}");
         } else {
             failed += 1;
+            unusable += usize::from(verdict.unusable);
             println!("FAIL {label}");
             for problem in &verdict.problems {
                 for line in problem.lines() {
@@ -61,7 +63,10 @@ async fn test(args: Args) -> ExitCode {
         }
     }
     println!("{passed} passed, {failed} failed");
-    if failed == 0 && passed > 0 {
+    if unusable > 0 {
+        eprintln!("weir: {unusable} file(s) are not usable cases");
+        ExitCode::from(2)
+    } else if failed == 0 && passed > 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
