@@ -29,8 +29,20 @@ pub struct Args {
     pub guest: super::GuestArgs,
 
     /// Policy configuration handed to the guest (JSON or YAML file; the guest receives JSON).
+    /// Every guest candidate must give a usable decision with it before it goes live.
     #[arg(long, env = "WEIR_POLICY_CONFIG", value_name = "FILE")]
     pub policy_config: Option<PathBuf>,
+
+    /// With `--guest configmap:NS/NAME/KEY`: the policy configuration (JSON or YAML) is the
+    /// same ConfigMap's key KEY. A change to the ConfigMap offers the guest and its
+    /// configuration as one pair: checked together, swapped together, or both refused.
+    #[arg(
+        long,
+        env = "WEIR_POLICY_CONFIG_KEY",
+        value_name = "KEY",
+        conflicts_with = "policy_config"
+    )]
+    pub policy_config_key: Option<String>,
 
     /// Services synced concurrently (kube-controller-manager's --concurrent-endpoint-syncs).
     #[arg(long, env = "WEIR_WORKERS", default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
@@ -278,10 +290,21 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         rollback_window: args.rollback_window,
         rollback_min_calls: args.rollback_min_calls,
     };
+    if let Some(key) = &args.policy_config_key {
+        let GuestSource::ConfigMap {
+            namespace, name, ..
+        } = &source
+        else {
+            anyhow::bail!("--policy-config-key needs --guest configmap:NAMESPACE/NAME/KEY");
+        };
+        config.policy_config =
+            weir::swap::source::read_configmap_config(&client, namespace, name, key).await?;
+    }
     let bytes = source.read(Some(&client)).await?;
-    let guest = weir::swap::validate_candidate(&runtime, &swap_config, bytes)
-        .await
-        .with_context(|| format!("guest {}", source.describe()))?;
+    let guest =
+        weir::swap::validate_candidate(&runtime, &swap_config, bytes, &config.policy_config)
+            .await
+            .with_context(|| format!("guest {}", source.describe()))?;
     tracing::info!(source = %source.describe(), digest = guest.digest(), size = guest.size(), "guest loaded");
     if let Some(path) = &args.shadow_guest {
         let bytes = std::fs::read(path)
@@ -319,6 +342,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             namespace,
             name,
             key,
+            args.policy_config_key.clone(),
             swapper.clone(),
             shutdown.clone(),
         )),

@@ -199,7 +199,9 @@ enum Change<K> {
 
 impl Controller {
     /// A controller that talks to the API through `client` and calls `guest`.
+    /// `config.policy_config` becomes the configuration `guest` is called with.
     pub fn new(client: Client, guest: ActiveGuest, config: Config) -> Self {
+        guest.set_config(config.policy_config.clone());
         let cache = Arc::new(Cache::new(config.service_selector.clone()));
         let writer = if config.dry_run {
             Writer::DryRun
@@ -212,7 +214,6 @@ impl Controller {
             guest: guest.clone(),
             writer: writer.clone(),
             events: EventRecorder::new(writer, Duration::from_secs(60)),
-            config: config.policy_config.clone(),
             trigger_times: Default::default(),
             stale: StaleTracker::default(),
             health: health.clone(),

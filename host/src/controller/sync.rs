@@ -139,8 +139,6 @@ pub struct Syncer {
     pub writer: Writer,
     /// Failure events.
     pub events: EventRecorder,
-    /// Policy configuration handed to the guest (JSON text, possibly empty).
-    pub config: String,
     /// Trigger times.
     pub trigger_times: TriggerTimeTracker,
     /// Stale-cache guard.
@@ -220,7 +218,7 @@ impl Syncer {
             pods,
             current: current.map(view::endpoints),
             trigger_time,
-            config: self.config.clone(),
+            config: self.guest.config(),
         }
     }
 
@@ -287,7 +285,15 @@ impl Syncer {
             .as_ref()
             .map(|s| s.uid.clone())
             .unwrap_or_default();
-        let guest = self.guest.current();
+        // The guest and its configuration as one pair: a swap may change both at once.
+        let active = self.guest.current_pair();
+        let (guest, request) = (
+            active.guest,
+            wit::Request {
+                config: active.config,
+                ..request
+            },
+        );
         let digest = guest.digest().to_string();
         let max_addresses = guest.limits().max_addresses;
         // Awaited on the worker: the call is a future bounded by its deadline whatever the
@@ -307,15 +313,14 @@ impl Syncer {
                 None => shadow.call(&request).await,
             }),
         };
-        self.health
-            .record(&digest, matches!(&decision, Err(e) if e.is_fault()));
-        let action = validate(
-            namespace,
-            name,
-            &decision?,
-            stored.as_deref(),
-            max_addresses,
-        )?;
+        let action = decision.map_err(SyncError::from).and_then(|decision| {
+            validate(namespace, name, &decision, stored.as_deref(), max_addresses)
+                .map_err(SyncError::from)
+        });
+        // Rollback judges the guest by every call that gave no usable decision: traps and
+        // timeouts, and also errors it returned and decisions validation refused.
+        self.health.record(&digest, action.is_err());
+        let action = action?;
         if let Some(shadow) = shadow_decision {
             self.compare_shadow(
                 key,
@@ -468,7 +473,6 @@ mod tests {
             guest: ActiveGuest::new(default_guest()),
             writer: Writer::DryRun,
             events: EventRecorder::new(Writer::DryRun, std::time::Duration::from_secs(60)),
-            config: String::new(),
             trigger_times: TriggerTimeTracker::default(),
             stale: StaleTracker::default(),
             health: Arc::default(),

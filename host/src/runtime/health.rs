@@ -3,15 +3,16 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Calls and faults (traps, timeouts, memory) counted per guest digest.
+/// Calls and failed calls (no usable decision) counted per guest digest.
 #[derive(Debug, Default)]
 pub struct CallHealth {
     counts: Mutex<HashMap<String, (u64, u64)>>,
 }
 
 impl CallHealth {
-    /// Records one call of the guest `digest`; `fault` when it trapped, timed out or hit its
-    /// memory cap (guest-returned errors and API failures are not faults of the module).
+    /// Records one call of the guest `digest`; `fault` when it gave no usable decision: a
+    /// trap, a timeout, the memory cap, an error it returned, or a decision validation
+    /// refused. API failures are not the module's.
     pub fn record(&self, digest: &str, fault: bool) {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let entry = counts.entry(digest.to_string()).or_default();

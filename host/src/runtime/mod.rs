@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Cache, CacheConfig, Config, Engine, Store, Trap, UpdateDeadline};
 
-pub use active::ActiveGuest;
+pub use active::{Active, ActiveGuest};
 use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
 use sandbox::CallState;
 

@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cases::{check_file, discover};
+use crate::cases::{Case, check_file, discover};
 use crate::controller::Handle;
-use crate::runtime::{Guest, Runtime, digest};
+use crate::runtime::bindings as wit;
+use crate::runtime::{Active, Guest, Runtime, digest};
+use crate::validate::validate;
 
 /// How swaps are checked and judged.
 #[derive(Debug, Clone)]
@@ -65,6 +67,10 @@ pub enum Refusal {
         /// The first problem.
         problem: String,
     },
+    /// The candidate gives no usable decision under the policy configuration it would run
+    /// with.
+    #[error("the candidate fails with the policy configuration it would run with: {0}")]
+    Config(String),
     /// The check could not run.
     #[error("cannot check the candidate: {0}")]
     Check(String),
@@ -83,17 +89,21 @@ impl Refusal {
             Refusal::Load(crate::runtime::LoadError::Instantiate(_)) => "instantiate",
             Refusal::Load(crate::runtime::LoadError::Engine(_)) => "check",
             Refusal::Case { .. } => "cases",
+            Refusal::Config(_) => "config",
             Refusal::Check(_) => "check",
         }
     }
 }
 
 /// Checks a candidate guest: pinned digest, compile (through the cache), world, a trial
-/// instantiation, and the golden cases. Used at start and for every swap.
+/// instantiation, the golden cases, and a usable decision under `policy_config`, the
+/// configuration it would run with (on every golden case's request, or on a probe Service
+/// when there are none). Used at start and for every swap.
 pub async fn validate_candidate(
     runtime: &Runtime,
     config: &SwapConfig,
     bytes: Vec<u8>,
+    policy_config: &str,
 ) -> Result<Guest, Refusal> {
     if let Some(pinned) = &config.pin_sha256 {
         let found = digest(&bytes);
@@ -105,6 +115,7 @@ pub async fn validate_candidate(
         }
     }
     let guest = runtime.load_async(bytes).await?;
+    let mut probes = Vec::new();
     if let Some(dir) = &config.check_cases {
         let files =
             discover(std::slice::from_ref(dir)).map_err(|e| Refusal::Check(e.to_string()))?;
@@ -116,9 +127,52 @@ pub async fn validate_candidate(
                     problem: problem.clone(),
                 });
             }
+            probes.push(Case::load(&file).map_err(|e| Refusal::Check(e.message))?);
         }
     }
+    if probes.is_empty() {
+        probes.push(probe_case());
+    }
+    for case in &probes {
+        let request = wit::Request {
+            config: policy_config.to_string(),
+            ..case.request()
+        };
+        let decision = guest
+            .call(&request)
+            .await
+            .map_err(|e| Refusal::Config(format!("{}: {e}", case.key)))?;
+        validate(
+            &request.namespace,
+            &request.name,
+            &decision,
+            case.endpoints.as_ref(),
+            guest.limits().max_addresses,
+        )
+        .map_err(|e| Refusal::Config(format!("{}: {e}", case.key)))?;
+    }
     Ok(guest)
+}
+
+/// A Service selecting one ready pod: what the configuration check runs when there are no
+/// golden cases.
+fn probe_case() -> Case {
+    serde_json::from_value(serde_json::json!({
+        "key": "weir-gate/probe",
+        "service": {
+            "metadata": {"name": "probe", "namespace": "weir-gate", "uid": "probe-uid"},
+            "spec": {"selector": {"app": "probe"}, "clusterIP": "10.96.0.10", "ipFamilies": ["IPv4"],
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+        },
+        "pods": [{
+            "metadata": {"name": "probe-0", "namespace": "weir-gate", "uid": "probe-0-uid", "labels": {"app": "probe"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}],
+                       "conditions": [{"type": "Ready", "status": "True"}]}
+        }],
+        "endpoints": null
+    }))
+    .expect("the probe case is well formed")
 }
 
 /// One entry of the swap history (`/guest`).
@@ -211,26 +265,40 @@ impl Swapper {
         })
     }
 
-    /// Offers `bytes` from `source` as the new guest. Returns `Ok(false)` when it is already
-    /// active, `Ok(true)` when swapped, or why it was refused.
+    /// Offers `bytes` from `source` as the new guest, to run with the active policy
+    /// configuration. Returns `Ok(false)` when it is already active, `Ok(true)` when swapped,
+    /// or why it was refused.
     pub async fn offer(self: &Arc<Self>, bytes: Vec<u8>, source: &str) -> Result<bool, Refusal> {
+        self.offer_pair(bytes, None, source).await
+    }
+
+    /// Offers a guest together with its policy configuration (`None`: keep the active one),
+    /// as one ConfigMap holding both delivers them. The pair is checked together and becomes
+    /// active together; a refusal leaves both as they were.
+    pub async fn offer_pair(
+        self: &Arc<Self>,
+        bytes: Vec<u8>,
+        policy_config: Option<String>,
+        source: &str,
+    ) -> Result<bool, Refusal> {
         let _serial = self.lock.lock().await;
         let candidate_digest = digest(&bytes);
-        let active = self.handle.guest.current();
-        if candidate_digest == active.digest() {
+        let active = self.handle.guest.current_pair();
+        let config = policy_config.unwrap_or_else(|| active.config.clone());
+        if candidate_digest == active.guest.digest() && config == active.config {
             return Ok(false);
         }
-        let result = self.validate(bytes, &candidate_digest).await;
+        let result = validate_candidate(&self.runtime, &self.config, bytes, &config).await;
         let guest = match result {
             Ok(guest) => guest,
             Err(refusal) => {
                 self.stats.refusals.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(%source, digest = %candidate_digest, active = active.digest(), reason = %refusal, "guest candidate refused; the active guest keeps serving");
+                tracing::warn!(%source, digest = %candidate_digest, active = active.guest.digest(), reason = %refusal, "guest candidate refused; the active guest keeps serving");
                 self.remember(SwapRecord {
                     at: now(),
                     source: source.to_string(),
                     outcome: "refused",
-                    from: active.digest().to_string(),
+                    from: active.guest.digest().to_string(),
                     to: candidate_digest,
                     reason: Some(refusal.to_string()),
                 });
@@ -238,30 +306,27 @@ impl Swapper {
             }
         };
         self.handle.health.reset(guest.digest());
-        let old = self.handle.guest.swap(guest.clone());
-        *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(old.clone());
+        let new = Active { guest, config };
+        let old = self.handle.guest.swap_pair(new.clone());
+        *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(old.guest.clone());
         self.stats.swaps.fetch_add(1, Ordering::Relaxed);
         let requeued = self.handle.enqueue_all();
-        tracing::info!(%source, old = old.digest(), new = guest.digest(), requeued, "guest swapped");
+        tracing::info!(%source, old = old.guest.digest(), new = new.guest.digest(), requeued, "guest swapped");
         self.remember(SwapRecord {
             at: now(),
             source: source.to_string(),
             outcome: "swapped",
-            from: old.digest().to_string(),
-            to: guest.digest().to_string(),
+            from: old.guest.digest().to_string(),
+            to: new.guest.digest().to_string(),
             reason: None,
         });
-        tokio::spawn(self.clone().watch_for_rollback(guest, old));
+        tokio::spawn(self.clone().watch_for_rollback(new.guest, old));
         Ok(true)
     }
 
-    async fn validate(&self, bytes: Vec<u8>, _candidate: &str) -> Result<Guest, Refusal> {
-        validate_candidate(&self.runtime, &self.config, bytes).await
-    }
-
     /// Watches the new guest for the rollback window; if its fault share goes over the
-    /// threshold, the previous guest comes back.
-    async fn watch_for_rollback(self: Arc<Self>, new: Guest, old: Guest) {
+    /// threshold, the previous guest and configuration come back.
+    async fn watch_for_rollback(self: Arc<Self>, new: Guest, old: Active) {
         let deadline = tokio::time::Instant::now() + self.config.rollback_window;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -276,17 +341,20 @@ impl Swapper {
                 if self.handle.guest.current().digest() != new.digest() {
                     return;
                 }
-                self.handle.guest.swap(old.clone());
-                self.handle.health.reset(old.digest());
+                let restored = old.guest.clone();
+                self.handle.guest.swap_pair(old);
+                // What was active before the one now active: the guest just rolled back.
+                *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(new.clone());
+                self.handle.health.reset(restored.digest());
                 self.stats.rollbacks.fetch_add(1, Ordering::Relaxed);
-                let reason = format!("{faults} of {calls} calls faulted after the swap");
-                tracing::error!(bad = new.digest(), restored = old.digest(), %reason, "guest rolled back");
+                let reason = format!("{faults} of {calls} calls failed after the swap");
+                tracing::error!(bad = new.digest(), restored = restored.digest(), %reason, "guest rolled back");
                 self.remember(SwapRecord {
                     at: now(),
                     source: "rollback".into(),
                     outcome: "rolled-back",
                     from: new.digest().to_string(),
-                    to: old.digest().to_string(),
+                    to: restored.digest().to_string(),
                     reason: Some(reason),
                 });
                 self.handle.enqueue_all();

@@ -171,13 +171,40 @@ pub fn watch_file(
     })
 }
 
-/// Watches a ConfigMap key and offers every new content to `swapper` until `shutdown`.
-/// Refusals are also recorded as Warning Events on the ConfigMap.
+/// The policy configuration stored under `key` (`data`, JSON or YAML), as the JSON text
+/// guests receive.
+pub fn configmap_config(cm: &core::ConfigMap, key: &str) -> Result<String, String> {
+    let text = configmap_bytes(cm, key).ok_or_else(|| format!("no key {key:?}"))?;
+    let text = String::from_utf8(text).map_err(|_| format!("key {key:?} is not UTF-8 text"))?;
+    crate::cases::normalize_config(&text).map_err(|e| format!("key {key:?}: {e}"))
+}
+
+/// Reads the policy configuration of `namespace/name`, key `key`, now.
+pub async fn read_configmap_config(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    key: &str,
+) -> anyhow::Result<String> {
+    let api: Api<core::ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let cm = api
+        .get(name)
+        .await
+        .with_context(|| format!("cannot get ConfigMap {namespace}/{name}"))?;
+    configmap_config(&cm, key)
+        .map_err(|e| anyhow::anyhow!("ConfigMap {namespace}/{name}: policy configuration: {e}"))
+}
+
+/// Watches a ConfigMap key and offers every new content to `swapper` until `shutdown`. With
+/// `config_key`, the same ConfigMap also holds the policy configuration under that key, and
+/// the guest and its configuration are offered, checked and swapped as one pair. Refusals
+/// are also recorded as Warning Events on the ConfigMap.
 pub fn watch_configmap(
     client: Client,
     namespace: String,
     name: String,
     key: String,
+    config_key: Option<String>,
     swapper: Arc<Swapper>,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
@@ -204,7 +231,18 @@ pub fn watch_configmap(
                         tracing::warn!(%source, "ConfigMap has no such key; keeping the active guest");
                         continue;
                     };
-                    if let Err(refusal) = swapper.offer(bytes, &source).await {
+                    let config = match config_key.as_deref().map(|k| configmap_config(&cm, k)) {
+                        None => None,
+                        Some(Ok(config)) => Some(config),
+                        Some(Err(e)) => {
+                            let reason =
+                                format!("policy configuration: {e}; keeping the active guest");
+                            tracing::warn!(%source, %reason, "ConfigMap refused");
+                            record_refusal(&client, &cm, &reason).await;
+                            continue;
+                        }
+                    };
+                    if let Err(refusal) = swapper.offer_pair(bytes, config, &source).await {
                         record_refusal(&client, &cm, &refusal.to_string()).await;
                     }
                 }

@@ -282,6 +282,7 @@ async fn configmap_source_swaps_and_records_refusals_as_events() {
         "app".into(),
         "policy".into(),
         "guest.wasm".into(),
+        None,
         swapper.clone(),
         stop.clone(),
     );
@@ -509,5 +510,140 @@ endpoints: null
             .unwrap()
     );
     c.wait_ips("app", "s0", &[], &[&ip(0)]).await;
+    run.stop().await;
+}
+
+/// The gate tries a candidate with the policy configuration it would run with: a guest that
+/// refuses the live configuration never goes live, and the same guest offered with a
+/// configuration it accepts does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_is_checked_with_the_live_policy_config() {
+    let c = Cluster::start(services(2, json!({}))).await;
+    // all-not-ready takes any configuration object; the default guest refuses unknown fields.
+    let run = c.run(
+        load_guest(test_guest_bytes("all-not-ready")).await,
+        Config {
+            policy_config: r#"{"tolerated":true}"#.into(),
+            ..Config::default()
+        },
+    );
+    c.wait_ips("app", "s0", &[], &[&ip(0)]).await;
+    let swapper = swapper(&run, SwapConfig::default());
+    let active = run.handle.guest.current().digest().to_string();
+    let refusal = swapper
+        .offer(DEFAULT_GUEST.to_vec(), "test")
+        .await
+        .expect_err("the default guest refuses the live configuration");
+    assert_eq!(refusal.reason(), "config", "{refusal}");
+    assert!(refusal.to_string().contains("tolerated"), "{refusal}");
+    assert_eq!(run.handle.guest.current().digest(), active);
+    assert_eq!(run.handle.guest.config(), r#"{"tolerated":true}"#);
+    // As a pair with a configuration it accepts, it goes live, and both change together.
+    assert!(
+        swapper
+            .offer_pair(DEFAULT_GUEST.to_vec(), Some("{}".into()), "test")
+            .await
+            .unwrap()
+    );
+    assert_eq!(run.handle.guest.config(), "{}");
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    c.wait_ips("app", "s1", &[&ip(1)], &[]).await;
+    run.stop().await;
+}
+
+/// Rollback counts every call that gave no usable decision, not only traps: errors the guest
+/// returns and decisions validation refuses. After a rollback, `previous` names the guest
+/// that was rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guest_errors_and_refused_decisions_count_toward_rollback() {
+    for how in ["error", "invalid"] {
+        let c = Cluster::start(services(6, json!({"weir.test/fail": how}))).await;
+        let run = c.run_default().await;
+        for i in 0..6 {
+            c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
+        }
+        run.idle().await;
+        let before = run.handle.guest.current().digest().to_string();
+        let swapper = swapper(&run, SwapConfig::default());
+        let bad = test_guest_bytes("fail-on-label");
+        assert!(swapper.offer(bad.clone(), "test").await.unwrap(), "{how}");
+        let s = swapper.clone();
+        wait_for("rollback", || {
+            let s = s.clone();
+            async move { s.stats.rollbacks.load(Relaxed) == 1 }
+        })
+        .await;
+        assert_eq!(run.handle.guest.current().digest(), before, "{how}");
+        let info = swapper.info();
+        assert_eq!(info["previous"], json!(digest(&bad)), "{how}: {info}");
+        c.apply(pod("app", "p2", json!({"app": "a2"}), &ip(2), false))
+            .await;
+        c.wait_ips("app", "s2", &[], &[&ip(2)]).await;
+        run.stop().await;
+    }
+}
+
+/// One ConfigMap holds the guest and its configuration: a change to both is checked as a
+/// pair and applied at once; a pair that does not work together is refused whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configmap_pair_swaps_guest_and_config_together() {
+    let c = Cluster::start(services(2, json!({}))).await;
+    let cms: Api<core::ConfigMap> = Api::namespaced(c.client.clone(), "app");
+    let pair = |guest: Vec<u8>, config: &str| {
+        let mut cm: core::ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": "policy", "namespace": "app"}, "data": {"config.yaml": config}}),
+        )
+        .unwrap();
+        cm.binary_data = Some([("guest.wasm".to_string(), ByteString(guest))].into());
+        cm
+    };
+    cms.create(&PostParams::default(), &pair(DEFAULT_GUEST.to_vec(), ""))
+        .await
+        .unwrap();
+    let run = c.run_default().await;
+    let swapper = swapper(&run, SwapConfig::default());
+    let stop = CancellationToken::new();
+    let _watch = watch_configmap(
+        c.client.clone(),
+        "app".into(),
+        "policy".into(),
+        "guest.wasm".into(),
+        Some("config.yaml".into()),
+        swapper.clone(),
+        stop.clone(),
+    );
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    let replace = |cm: core::ConfigMap| {
+        let cms = cms.clone();
+        async move {
+            let mut current = cms.get("policy").await.unwrap();
+            current.data = cm.data;
+            current.binary_data = cm.binary_data;
+            cms.replace("policy", &PostParams::default(), &current)
+                .await
+                .unwrap();
+        }
+    };
+    // A new guest with a configuration only it accepts: both go live.
+    let all_not_ready = test_guest_bytes("all-not-ready");
+    replace(pair(all_not_ready.clone(), "tolerated: true\n")).await;
+    c.wait_ips("app", "s0", &[], &[&ip(0)]).await;
+    assert_eq!(run.handle.guest.config(), r#"{"tolerated":true}"#);
+    // The default guest with that same configuration does not work: refused whole.
+    replace(pair(DEFAULT_GUEST.to_vec(), "tolerated: true\n")).await;
+    let s = swapper.clone();
+    wait_for("the mismatched pair is refused", || {
+        let s = s.clone();
+        async move { s.stats.refusals.load(Relaxed) == 1 }
+    })
+    .await;
+    assert_eq!(run.handle.guest.current().digest(), digest(&all_not_ready));
+    assert_eq!(run.handle.guest.config(), r#"{"tolerated":true}"#);
+    // The default guest with a configuration it takes: swapped back, together.
+    replace(pair(DEFAULT_GUEST.to_vec(), "{}")).await;
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    c.wait_ips("app", "s1", &[&ip(1)], &[]).await;
+    assert_eq!(run.handle.guest.config(), "{}");
+    stop.cancel();
     run.stop().await;
 }
