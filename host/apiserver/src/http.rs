@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::Shared;
+use crate::apply;
 use crate::patch::{self, PatchError};
 use crate::resources::{self, RESOURCES};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -397,6 +398,12 @@ async fn handle_resource(
         seed: false,
     };
     let table = wants_table(headers);
+    let manager = apply::manager_for(
+        q.get("fieldManager").map(String::as_str),
+        headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+    );
     match (method.clone(), &t.name) {
         (Method::GET, Some(name)) => {
             let obj = sh
@@ -424,15 +431,20 @@ async fn handle_resource(
         }
         (Method::POST, None) => {
             let v = parse_body_off_thread(headers, &body).await?;
-            let (v, warnings) = decode(t.r, &v, q)?;
+            let (mut v, warnings) = decode(t.r, &v, q)?;
+            let av = def.api_version();
+            apply::track_update(None, &mut v, &manager, &av, t.sub.as_deref());
             let obj = sh.lock().create(t.r, t.ns.as_deref(), v, opts)?;
             Ok(with_warnings(obj_response(201, &obj), &warnings))
         }
         (Method::PUT, Some(name)) => {
             let v = parse_body_off_thread(headers, &body).await?;
-            let (v, warnings) = decode(t.r, &v, q)?;
+            let (mut v, warnings) = decode(t.r, &v, q)?;
             let mut s = sh.lock();
-            let existed = s.get(t.r, &ns, name).is_some();
+            let live = s.get(t.r, &ns, name).map(|o| o.value());
+            let existed = live.is_some();
+            let av = def.api_version();
+            apply::track_update(live.as_ref(), &mut v, &manager, &av, t.sub.as_deref());
             let obj = s.update(t.r, &ns, name, v, t.sub.is_some(), opts)?;
             drop(s);
             Ok(with_warnings(
@@ -450,6 +462,9 @@ async fn handle_resource(
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            if ct == "application/apply-patch+yaml" {
+                return apply_patch(sh, headers, q, &t, name, &body, opts).await;
+            }
             let p: Value = serde_json::from_slice(&body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             let mut s = sh.lock();
@@ -469,9 +484,9 @@ async fn handle_resource(
                 "application/strategic-merge-patch+json" => {
                     patch::strategic_merge_patch(t.r, &mut v, &p)
                 }
-                "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
+                "application/apply-patch+cbor" => {
                     return Err(ApiError::unsupported_media(
-                        "server-side apply is not supported by weir-apiserver; use client-side apply (kubectl apply without --server-side) or a merge patch",
+                        "weir-apiserver takes server-side apply as application/apply-patch+yaml only",
                     ));
                 }
                 other => {
@@ -494,7 +509,9 @@ async fn handle_resource(
                 }
                 Err(PatchError::Unsupported(m)) => return Err(ApiError::unsupported_media(m)),
             }
-            let (v, warnings) = decode(t.r, &v, q)?;
+            let (mut v, warnings) = decode(t.r, &v, q)?;
+            let av = def.api_version();
+            apply::track_update(Some(&cur.value()), &mut v, &manager, &av, t.sub.as_deref());
             let obj = s.update(t.r, &ns, name, v, t.sub.is_some(), opts)?;
             drop(s);
             Ok(with_warnings(obj_response(200, &obj), &warnings))
@@ -532,6 +549,45 @@ async fn handle_resource(
             "the server does not allow this method on the requested resource ({m})"
         ))),
     }
+}
+
+/// PATCH with `application/apply-patch+yaml`: server-side apply, creating the object if absent.
+async fn apply_patch(
+    sh: &Arc<Shared>,
+    headers: &HeaderMap,
+    q: &Query,
+    t: &Target,
+    name: &str,
+    body: &Bytes,
+    opts: WriteOpts,
+) -> Result<Response, ApiError> {
+    let def = &RESOURCES[t.r];
+    let manager = apply::require_manager(q.get("fieldManager").map(String::as_str))?;
+    let force = is_true(q, "force");
+    let config = parse_body_off_thread(headers, body).await?;
+    let at = apply::ApplyTarget {
+        resource: def.name,
+        group: def.group,
+        api_version: def.api_version(),
+        name,
+        namespace: t.ns.as_deref(),
+        subresource: t.sub.as_deref(),
+    };
+    let ns = t.ns.clone().unwrap_or_default();
+    let mut s = sh.lock();
+    let live = s.get(t.r, &ns, name).map(|o| o.value());
+    if live.is_none() && t.sub.is_some() {
+        return Err(ApiError::not_found(def.name, def.group, name));
+    }
+    let v = apply::apply(&at, live.as_ref(), &config, &manager, force)?;
+    let (v, warnings) = decode(t.r, &v, q)?;
+    let (code, obj) = if live.is_some() {
+        (200, s.update(t.r, &ns, name, v, t.sub.is_some(), opts)?)
+    } else {
+        (201, s.create(t.r, t.ns.as_deref(), v, opts)?)
+    };
+    drop(s);
+    Ok(with_warnings(obj_response(code, &obj), &warnings))
 }
 
 fn delete_opts(headers: &HeaderMap, body: &[u8], q: &Query) -> Result<DeleteOpts, ApiError> {

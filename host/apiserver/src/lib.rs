@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod apply;
 pub mod cli;
 mod discovery;
 mod gc;

@@ -332,16 +332,22 @@ async fn patches_including_status() {
         .await
         .unwrap_err();
     assert!(api_err(e).is_conflict());
-    // server-side apply is refused clearly
-    let e = pods
+    // server-side apply of a label is recorded for its manager (more in `server_side_apply`)
+    let p = pods
         .patch(
             "p",
             &PatchParams::apply("t"),
-            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Pod",
+                                 "metadata": {"name": "p", "labels": {"ssa": "yes"}}})),
         )
         .await
-        .unwrap_err();
-    assert_eq!(api_err(e).code, 415);
+        .unwrap();
+    assert_eq!(p.metadata.labels.unwrap()["ssa"], "yes");
+    assert!(
+        p.metadata.managed_fields.unwrap().iter().any(|m| {
+            m.manager.as_deref() == Some("t") && m.operation.as_deref() == Some("Apply")
+        })
+    );
     assert_eq!(server.stats().verbs("pods/status").patch, 3);
     server.shutdown().await;
 }
@@ -1249,4 +1255,137 @@ async fn seeded_owner_references_hold_and_cascade() {
         .unwrap();
     gone(&slices, "web-seeded").await;
     server.shutdown().await;
+}
+
+/// Server-side apply as kube-rs (and kube-lease-manager) send it: create-on-apply, managedFields
+/// per manager, 409 naming field and manager, force, and fieldManager required.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply() {
+    let (_server, client, _dir) = start(Config::default(), "ssa").await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let cfg = |holder: &str| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": "ha"},
+               "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15}})
+    };
+    // Create on apply.
+    let l = leases
+        .patch("ha", &PatchParams::apply("alpha"), &Patch::Apply(cfg("a")))
+        .await
+        .unwrap();
+    assert_eq!(
+        l.spec.as_ref().unwrap().holder_identity.as_deref(),
+        Some("a")
+    );
+    let mf = l.metadata.managed_fields.clone().unwrap();
+    assert_eq!(mf.len(), 1);
+    assert_eq!(mf[0].manager.as_deref(), Some("alpha"));
+    assert_eq!(mf[0].operation.as_deref(), Some("Apply"));
+    assert_eq!(
+        mf[0].fields_v1.as_ref().unwrap().0,
+        json!({"f:spec": {"f:holderIdentity": {}, "f:leaseDurationSeconds": {}}})
+    );
+    // Another manager, different value, no force: 409 naming the field and the owner.
+    let e = api_err(
+        leases
+            .patch("ha", &PatchParams::apply("beta"), &Patch::Apply(cfg("b")))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 409);
+    assert_eq!(e.reason, "Conflict");
+    assert!(
+        e.message.contains("conflict with \"alpha\""),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains(".spec.holderIdentity"), "{}", e.message);
+    let causes = e.details.as_ref().unwrap().causes.clone();
+    assert!(
+        causes
+            .iter()
+            .any(|c| c.field == ".spec.holderIdentity" && c.reason == "FieldManagerConflict"),
+        "{causes:?}"
+    );
+    assert_eq!(
+        leases
+            .get("ha")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .holder_identity
+            .as_deref(),
+        Some("a"),
+        "a refused apply changes nothing"
+    );
+    // Forced: the value moves, and so does ownership.
+    let l = leases
+        .patch(
+            "ha",
+            &PatchParams::apply("beta").force(),
+            &Patch::Apply(
+                json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                 "spec": {"holderIdentity": "b"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        l.spec.as_ref().unwrap().holder_identity.as_deref(),
+        Some("b")
+    );
+    let mf = l.metadata.managed_fields.unwrap();
+    let alpha = mf
+        .iter()
+        .find(|m| m.manager.as_deref() == Some("alpha"))
+        .unwrap();
+    assert_eq!(
+        alpha.fields_v1.as_ref().unwrap().0,
+        json!({"f:spec": {"f:leaseDurationSeconds": {}}})
+    );
+    // Now alpha conflicts with beta.
+    let e = api_err(
+        leases
+            .patch("ha", &PatchParams::apply("alpha"), &Patch::Apply(cfg("a")))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        e.message.contains("conflict with \"beta\""),
+        "{}",
+        e.message
+    );
+    // A merge patch records an Update entry for its manager and takes the field.
+    let l = leases
+        .patch(
+            "ha",
+            &PatchParams {
+                field_manager: Some("gamma".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"spec": {"holderIdentity": "c"}})),
+        )
+        .await
+        .unwrap();
+    let mf = l.metadata.managed_fields.unwrap();
+    let gamma = mf
+        .iter()
+        .find(|m| m.manager.as_deref() == Some("gamma"))
+        .unwrap();
+    assert_eq!(gamma.operation.as_deref(), Some("Update"));
+    assert!(mf.iter().all(|m| {
+        m.manager.as_deref() != Some("beta")
+            || m.fields_v1.as_ref().unwrap().0["f:spec"]
+                .get("f:holderIdentity")
+                .is_none()
+    }));
+    // fieldManager is required for apply.
+    let req = http::Request::patch("/apis/coordination.k8s.io/v1/namespaces/default/leases/ha")
+        .header("Content-Type", "application/apply-patch+yaml")
+        .body(serde_json::to_vec(&cfg("z")).unwrap())
+        .unwrap();
+    let e = api_err(client.request::<Lease>(req).await.unwrap_err());
+    assert_eq!(e.code, 400);
+    assert!(e.message.contains("fieldManager"), "{}", e.message);
 }

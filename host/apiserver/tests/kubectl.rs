@@ -680,3 +680,73 @@ async fn kubectl_openapi_lists_explain_validate_and_diff() {
     assert_eq!(svc["spec"]["ports"][0]["port"], 80, "diff must not write");
     server.shutdown().await;
 }
+
+const SSA_CM: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  mode: MODE\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_server_side_apply_conflict_and_force() {
+    if !kubectl_available() {
+        return;
+    }
+    let (server, env) = setup("ssa").await;
+    let out = ok_stdin(
+        &env,
+        &["apply", "--server-side", "-f", "-"],
+        &SSA_CM.replace("MODE", "one"),
+    )
+    .await;
+    assert!(out.contains("configmap/ssa serverside-applied"), "{out}");
+    let stored = server.store().get("configmaps", "default", "ssa").unwrap();
+    assert_eq!(stored["metadata"]["managedFields"][0]["manager"], "kubectl");
+    assert_eq!(stored["metadata"]["managedFields"][0]["operation"], "Apply");
+    // Same manifest, another manager, different value: a conflict that names field and owner.
+    let (success, _, err) = kubectl(
+        &env,
+        &["apply", "--server-side", "--field-manager=other", "-f", "-"],
+        Some(&SSA_CM.replace("MODE", "two")),
+    )
+    .await;
+    assert!(!success, "a conflicting apply must fail");
+    assert!(
+        err.contains("conflict") && err.contains(".data.mode"),
+        "{err}"
+    );
+    assert!(err.contains("\"kubectl\""), "{err}");
+    let stored = server.store().get("configmaps", "default", "ssa").unwrap();
+    assert_eq!(stored["data"]["mode"], "one");
+    // --force-conflicts takes the field.
+    let out = ok_stdin(
+        &env,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "--force-conflicts",
+            "-f",
+            "-",
+        ],
+        &SSA_CM.replace("MODE", "two"),
+    )
+    .await;
+    assert!(out.contains("configmap/ssa serverside-applied"), "{out}");
+    let out = ok(
+        &env,
+        &["get", "configmap", "ssa", "-o", "jsonpath={.data.mode}"],
+    )
+    .await;
+    assert_eq!(out.trim(), "two");
+    let out = ok(
+        &env,
+        &[
+            "get",
+            "configmap",
+            "ssa",
+            "--show-managed-fields",
+            "-o",
+            "yaml",
+        ],
+    )
+    .await;
+    assert!(out.contains("manager: other"), "{out}");
+}
