@@ -1389,3 +1389,56 @@ async fn server_side_apply() {
     assert_eq!(e.code, 400);
     assert!(e.message.contains("fieldManager"), "{}", e.message);
 }
+
+/// kube-lease-manager (the elector weir's HA is to use) locks, hands over and observes a Lease
+/// on weir-apiserver: its server-side apply calls (create-on-apply, conflicts, force on expiry)
+/// are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_lease_manager_elects_and_hands_over() {
+    use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseParams};
+    let (server, client, _dir) = start(Config::default(), "klm").await;
+    let manager = |id: &str| {
+        LeaseManager::new(
+            client.clone(),
+            "weir",
+            "default",
+            LeaseParams::new(id.to_string(), 2, 1),
+            LeaseCreateMode::AutoCreate,
+        )
+    };
+    let a = manager("a").await.expect("manager a");
+    let b = manager("b").await.expect("manager b");
+    let holder = || {
+        server
+            .store()
+            .get("leases", "default", "weir")
+            .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
+    };
+    let leader = tokio::time::timeout(DEADLINE, a.changed())
+        .await
+        .expect("a decides")
+        .unwrap();
+    assert!(leader, "a takes the free lease");
+    assert_eq!(holder().as_deref(), Some("a"));
+    let lease = server.store().get("leases", "default", "weir").unwrap();
+    assert!(
+        lease["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["operation"] == "Apply"),
+        "{lease}"
+    );
+    a.release().await.expect("a releases");
+    let leader = tokio::time::timeout(DEADLINE, b.changed())
+        .await
+        .expect("b decides")
+        .unwrap();
+    assert!(leader, "b takes the released lease");
+    assert_eq!(holder().as_deref(), Some("b"));
+    let leader = tokio::time::timeout(DEADLINE, a.changed())
+        .await
+        .expect("a decides")
+        .unwrap();
+    assert!(!leader, "a sees it lost the lease");
+}
