@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1 as core;
+use weir_policy::ip::IpText;
 
 use crate::runtime::bindings as wit;
 use crate::view;
@@ -104,8 +105,13 @@ pub(crate) fn check_ip(ip: &str) -> Result<(), String> {
             "{ip:?} is unspecified, loopback or link-local, which Endpoints may not hold"
         ));
     }
-    if parsed.to_string() != ip {
-        return Err(format!("{ip:?} is not in canonical form ({parsed})"));
+    // Rendered into a stack buffer, not a `String`: this runs once per address.
+    let canonical = IpText::new(&parsed);
+    if canonical.as_str() != ip {
+        return Err(format!(
+            "{ip:?} is not in canonical form ({})",
+            canonical.as_str()
+        ));
     }
     Ok(())
 }
@@ -142,11 +148,13 @@ fn check_endpoints(
         for (field, list) in lists {
             total += list.len();
             for (j, a) in list.iter().enumerate() {
-                let at = format!("subsets[{i}].{field}[{j}]");
-                check_ip(&a.ip).map_err(|m| v(format!("{at}.ip: {m}")))?;
+                // The field path is only formatted for an error: this loop runs per address.
+                let at = || format!("subsets[{i}].{field}[{j}]");
+                check_ip(&a.ip).map_err(|m| v(format!("{}.ip: {m}", at())))?;
                 if !a.hostname.is_empty() && !is_dns_label(&a.hostname) {
                     return Err(v(format!(
-                        "{at}.hostname: {:?} is not a DNS label",
+                        "{}.hostname: {:?} is not a DNS label",
+                        at(),
                         a.hostname
                     )));
                 }

@@ -201,12 +201,23 @@ pub fn reconcile(policy: &impl Policy, request: &Request) -> Result<Decision, St
         let Some(PodAddress { address, ready }) = policy.address(&ctx, pod) else {
             continue;
         };
-        for port in policy.ports(&ctx, pod) {
-            entries.push(Entry {
-                address: address.clone(),
-                ready,
-                port,
-            });
+        let ports = policy.ports(&ctx, pod);
+        let last = ports.len().saturating_sub(1);
+        let mut address = Some(address);
+        for (i, port) in ports.into_iter().enumerate() {
+            // The last port takes the address itself; only the others need a copy.
+            let address = if i == last {
+                address.take()
+            } else {
+                address.clone()
+            };
+            if let Some(address) = address {
+                entries.push(Entry {
+                    address,
+                    ready,
+                    port,
+                });
+            }
         }
     }
     let entries = policy.entries(&ctx, entries);

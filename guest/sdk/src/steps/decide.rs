@@ -3,10 +3,8 @@
 
 use crate::Context;
 use crate::policy::Capped;
-use crate::steps::pack::count;
-use crate::types::{
-    Decision, EndpointAddress, EndpointPort, EndpointSubset, Endpoints, KeyValue, Service,
-};
+use crate::steps::pack::{count, port_key};
+use crate::types::{Decision, EndpointAddress, EndpointSubset, Endpoints, KeyValue, Service};
 use crate::well_known::{
     CLUSTER_IP_NONE, CONTROLLER_NAME, HEADLESS_LABEL, LAST_CHANGE_TRIGGER_TIME_ANNOTATION,
     MANAGED_BY_LABEL, MAX_CAPACITY, OVER_CAPACITY_ANNOTATION, TRUNCATED,
@@ -69,42 +67,32 @@ pub fn labels_correct(stored: &[KeyValue], service: &Service) -> bool {
             .all(|kv| get(stored, &kv.key) == Some(&kv.value))
 }
 
-type AddressForm = (String, String, Option<String>, Option<[String; 6]>);
-type PortForm = (String, i32, String, Option<String>);
-type SubsetForm = (Vec<AddressForm>, Vec<AddressForm>, Vec<PortForm>);
+// Borrowed, sortable forms of the subsets: comparing them copies no string.
+type AddressForm<'a> = (&'a str, &'a str, Option<&'a str>, Option<[&'a str; 6]>);
+type PortForm<'a> = (&'a str, i32, &'a str, Option<&'a str>);
+type SubsetForm<'a> = (
+    Vec<AddressForm<'a>>,
+    Vec<AddressForm<'a>>,
+    Vec<PortForm<'a>>,
+);
 
-fn address_form(a: &EndpointAddress) -> AddressForm {
+fn address_form(a: &EndpointAddress) -> AddressForm<'_> {
     let target = a.target_ref.as_ref().map(|r| {
         [
-            &r.kind,
+            r.kind.as_str(),
             &r.namespace,
             &r.name,
             &r.uid,
             &r.api_version,
             &r.field_path,
         ]
-        .map(String::clone)
     });
-    (
-        a.ip.clone(),
-        a.hostname.clone(),
-        a.node_name.clone(),
-        target,
-    )
+    (&a.ip, &a.hostname, a.node_name.as_deref(), target)
 }
 
-fn port_form(p: &EndpointPort) -> PortForm {
-    (
-        p.name.clone(),
-        p.port,
-        p.protocol.clone(),
-        p.app_protocol.clone(),
-    )
-}
-
-fn subsets_form(subsets: &[EndpointSubset]) -> Vec<SubsetForm> {
+fn subsets_form(subsets: &[EndpointSubset]) -> Vec<SubsetForm<'_>> {
     fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
-        v.sort();
+        v.sort_unstable();
         v
     }
     sorted(
@@ -114,7 +102,7 @@ fn subsets_form(subsets: &[EndpointSubset]) -> Vec<SubsetForm> {
                 (
                     sorted(s.addresses.iter().map(address_form).collect()),
                     sorted(s.not_ready_addresses.iter().map(address_form).collect()),
-                    sorted(s.ports.iter().map(port_form).collect()),
+                    sorted(s.ports.iter().map(port_key).collect()),
                 )
             })
             .collect(),

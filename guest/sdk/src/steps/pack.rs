@@ -1,6 +1,7 @@
 //! Packing entries into canonical subsets (spec §10; upstream `RepackSubsets`, `SortSubsets`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Ordering;
+use std::ops::Range;
 
 use crate::Entry;
 use crate::types::{EndpointAddress, EndpointPort, EndpointSubset};
@@ -9,14 +10,16 @@ use crate::types::{EndpointAddress, EndpointPort, EndpointSubset};
 /// key is also the output order of addresses (spec §10.3: IP text byte-wise, then UID).
 pub type AddressKey = (String, String);
 
-/// The identity of `address`.
+/// The identity of `address`, as owned strings (see [`AddressKey`]).
 pub fn address_key(address: &EndpointAddress) -> AddressKey {
-    let uid = address
-        .target_ref
-        .as_ref()
-        .map(|r| r.uid.clone())
-        .unwrap_or_default();
-    (address.ip.clone(), uid)
+    let (ip, uid) = identity(address);
+    (ip.to_owned(), uid.to_owned())
+}
+
+/// The identity of `address`, borrowed: what packing compares, without copying strings.
+fn identity(address: &EndpointAddress) -> (&str, &str) {
+    let uid = address.target_ref.as_ref().map_or("", |r| r.uid.as_str());
+    (&address.ip, uid)
 }
 
 /// A sortable form of a port, used to order ports and subsets deterministically.
@@ -29,57 +32,112 @@ pub fn port_key(port: &EndpointPort) -> (&str, i32, &str, Option<&str>) {
     )
 }
 
-type Members = BTreeMap<AddressKey, (EndpointAddress, bool)>;
+/// The entries of one distinct port, after sorting: a range of the deduplicated members.
+struct PortRun {
+    /// An entry that carries the port.
+    port_entry: usize,
+    /// The lowest entry index of the port: which port the input listed first.
+    first_seen: usize,
+    /// Its members, `(entry index, ready)`, in canonical address order, one per identity.
+    members: Range<usize>,
+}
 
 /// Groups entries into subsets: the ports whose address→readiness maps are identical share one
 /// subset (spec §10.2). An address seen both ready and not ready for a port is not ready.
 /// Port-less entries (headless without ports) form subsets without ports. The output is in
 /// canonical order, so equal inputs in any order give equal outputs.
-pub fn repack(entries: Vec<Entry>) -> Vec<EndpointSubset> {
-    let mut ports: Vec<(Option<EndpointPort>, Members)> = Vec::new();
-    let mut index: HashMap<Option<EndpointPort>, usize> = HashMap::new();
-    for Entry {
-        address,
-        ready,
-        port,
-    } in entries
-    {
-        let slot = *index.entry(port.clone()).or_insert_with(|| {
-            ports.push((port, BTreeMap::new()));
-            ports.len() - 1
-        });
-        ports[slot]
-            .1
-            .entry(address_key(&address))
-            .and_modify(|(_, was_ready)| *was_ready &= ready)
-            .or_insert((address, ready));
+///
+/// Entries are sorted by index rather than collected into maps of copied keys: every string
+/// is compared in place, and each address and port moves into the output once.
+pub fn repack(mut entries: Vec<Entry>) -> Vec<EndpointSubset> {
+    // Number the distinct ports. Entries come pod by pod in Service port order, so the port
+    // after the last one matched is tried first.
+    let mut distinct: Vec<usize> = Vec::new();
+    let mut keyed: Vec<(usize, usize)> = Vec::with_capacity(entries.len());
+    let mut guess = 0;
+    for (i, entry) in entries.iter().enumerate() {
+        let same = |&d: &usize| entries[d].port == entry.port;
+        let id = match distinct.get(guess).filter(|&d| same(d)) {
+            Some(_) => guess,
+            None => match distinct.iter().position(same) {
+                Some(id) => id,
+                None => {
+                    distinct.push(i);
+                    distinct.len() - 1
+                }
+            },
+        };
+        guess = if id + 1 == distinct.len() { 0 } else { id + 1 };
+        keyed.push((id, i));
+    }
+    // By port, then identity, then input order (so the first of duplicates is kept).
+    keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
+        pa.cmp(&pb)
+            .then_with(|| identity(&entries[a].address).cmp(&identity(&entries[b].address)))
+            .then(a.cmp(&b))
+    });
+
+    let mut members: Vec<(usize, bool)> = Vec::with_capacity(keyed.len());
+    let mut runs: Vec<PortRun> = Vec::with_capacity(distinct.len());
+    for (k, &(id, i)) in keyed.iter().enumerate() {
+        let ready = entries[i].ready;
+        if k == 0 || keyed[k - 1].0 != id {
+            runs.push(PortRun {
+                port_entry: distinct[id],
+                first_seen: i,
+                members: members.len()..members.len(),
+            });
+        }
+        let run = runs.last_mut().expect("a run was just started");
+        run.first_seen = run.first_seen.min(i);
+        match members.last_mut() {
+            Some((last, was_ready))
+                if !run.members.is_empty()
+                    && identity(&entries[*last].address) == identity(&entries[i].address) =>
+            {
+                *was_ready &= ready;
+            }
+            _ => members.push((i, ready)),
+        }
+        run.members.end = members.len();
     }
 
-    // Ports with the same members (address keys and readiness) share a subset.
-    type Group = (Vec<(AddressKey, bool)>, Members, Vec<EndpointPort>);
-    let mut groups: Vec<Group> = Vec::new();
-    let mut by_members: HashMap<Vec<(AddressKey, bool)>, usize> = HashMap::new();
-    for (port, members) in ports {
-        let signature: Vec<(AddressKey, bool)> =
-            members.iter().map(|(k, (_, r))| (k.clone(), *r)).collect();
-        let slot = match by_members.get(&signature) {
-            Some(&slot) => slot,
-            None => {
-                by_members.insert(signature.clone(), groups.len());
-                groups.push((signature, members, Vec::new()));
-                groups.len() - 1
-            }
-        };
-        groups[slot].2.extend(port);
+    // Ports with the same members (identities and readiness) share a subset: sort the runs by
+    // their member lists, then equal neighbours form one group.
+    let signature = |run: &PortRun| {
+        members[run.members.clone()]
+            .iter()
+            .map(|&(i, ready)| (identity(&entries[i].address), ready))
+    };
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_unstable_by(|&a, &b| signature(&runs[a]).cmp(signature(&runs[b])));
+    let mut groups: Vec<Range<usize>> = Vec::new();
+    for k in 0..order.len() {
+        if k > 0 && signature(&runs[order[k - 1]]).eq(signature(&runs[order[k]])) {
+            groups.last_mut().expect("not the first run").end = k + 1;
+        } else {
+            groups.push(k..k + 1);
+        }
     }
 
     let mut subsets: Vec<EndpointSubset> = groups
         .into_iter()
-        .map(|(_, members, mut ports)| {
+        .map(|group| {
+            let group = &order[group];
+            let mut ports: Vec<EndpointPort> = group
+                .iter()
+                .filter_map(|&r| entries[runs[r].port_entry].port.take())
+                .collect();
             ports.sort_by(|a, b| port_key(a).cmp(&port_key(b)));
+            // The addresses of the port listed first, as packing one entry at a time keeps.
+            let source = group
+                .iter()
+                .map(|&r| &runs[r])
+                .min_by_key(|run| run.first_seen)
+                .expect("a group has a run");
             let (mut addresses, mut not_ready_addresses) = (Vec::new(), Vec::new());
-            // BTreeMap iteration is in key order, which is the canonical address order.
-            for (address, ready) in members.into_values() {
+            for &(i, ready) in &members[source.members.clone()] {
+                let address = take_address(&mut entries[i].address);
                 if ready {
                     addresses.push(address)
                 } else {
@@ -97,22 +155,35 @@ pub fn repack(entries: Vec<Entry>) -> Vec<EndpointSubset> {
     subsets
 }
 
+/// Moves an address out, leaving an empty one (which allocates nothing).
+fn take_address(address: &mut EndpointAddress) -> EndpointAddress {
+    std::mem::replace(
+        address,
+        EndpointAddress {
+            ip: String::new(),
+            hostname: String::new(),
+            node_name: None,
+            target_ref: None,
+        },
+    )
+}
+
 /// Sorts subsets canonically: by their ports, then by their first addresses. Upstream orders
 /// subsets by a hash, which is deterministic but arbitrary; any fixed order serves, and weir's
 /// comparison ignores order (spec §18 D1).
 pub fn sort_subsets(subsets: &mut [EndpointSubset]) {
-    fn ports(s: &EndpointSubset) -> Vec<(&str, i32, &str, Option<&str>)> {
-        s.ports.iter().map(port_key).collect()
-    }
-    fn first(s: &EndpointSubset) -> (Option<AddressKey>, Option<AddressKey>) {
+    type Identity<'a> = Option<(&'a str, &'a str)>;
+    fn first(s: &EndpointSubset) -> (Identity<'_>, Identity<'_>) {
         (
-            s.addresses.first().map(address_key),
-            s.not_ready_addresses.first().map(address_key),
+            s.addresses.first().map(identity),
+            s.not_ready_addresses.first().map(identity),
         )
     }
-    subsets.sort_by(|a, b| {
-        ports(a)
-            .cmp(&ports(b))
+    subsets.sort_by(|a, b| -> Ordering {
+        a.ports
+            .iter()
+            .map(port_key)
+            .cmp(b.ports.iter().map(port_key))
             .then_with(|| first(a).cmp(&first(b)))
     });
 }
@@ -134,6 +205,85 @@ mod tests {
             address: address(ip, uid),
             ready,
             port: p,
+        }
+    }
+
+    /// The straightforward packing (maps keyed by copied identities), kept as the model the
+    /// index-sorting `repack` must agree with.
+    fn model(entries: Vec<Entry>) -> Vec<EndpointSubset> {
+        use std::collections::BTreeMap;
+        type Members = BTreeMap<AddressKey, (EndpointAddress, bool)>;
+        let mut ports: Vec<(Option<EndpointPort>, Members)> = Vec::new();
+        for Entry {
+            address,
+            ready,
+            port,
+        } in entries
+        {
+            let slot = match ports.iter().position(|(p, _)| *p == port) {
+                Some(slot) => slot,
+                None => {
+                    ports.push((port, BTreeMap::new()));
+                    ports.len() - 1
+                }
+            };
+            ports[slot]
+                .1
+                .entry(address_key(&address))
+                .and_modify(|(_, was_ready)| *was_ready &= ready)
+                .or_insert((address, ready));
+        }
+        type Group = (Vec<(AddressKey, bool)>, Members, Vec<EndpointPort>);
+        let mut groups: Vec<Group> = Vec::new();
+        for (port, members) in ports {
+            let signature: Vec<(AddressKey, bool)> =
+                members.iter().map(|(k, (_, r))| (k.clone(), *r)).collect();
+            let slot = match groups.iter().position(|g| g.0 == signature) {
+                Some(slot) => slot,
+                None => {
+                    groups.push((signature, members, Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            groups[slot].2.extend(port);
+        }
+        let mut subsets: Vec<EndpointSubset> = groups
+            .into_iter()
+            .map(|(_, members, mut ports)| {
+                ports.sort_by(|a, b| port_key(a).cmp(&port_key(b)));
+                let (ready, not_ready): (Vec<_>, Vec<_>) =
+                    members.into_values().partition(|(_, r)| *r);
+                EndpointSubset {
+                    addresses: ready.into_iter().map(|(a, _)| a).collect(),
+                    not_ready_addresses: not_ready.into_iter().map(|(a, _)| a).collect(),
+                    ports,
+                }
+            })
+            .collect();
+        sort_subsets(&mut subsets);
+        subsets
+    }
+
+    proptest::proptest! {
+        /// Few distinct IPs, UIDs, hostnames and ports, so duplicates, shared members and
+        /// same-identity addresses that differ elsewhere are all common.
+        #[test]
+        fn repack_agrees_with_the_model(
+            raw in proptest::collection::vec((0u8..6, 0u8..3, 0u8..2, proptest::bool::ANY, 0u8..5), 0..40)
+        ) {
+            let entries: Vec<Entry> = raw
+                .iter()
+                .map(|&(ip, uid, host, ready, p)| {
+                    let mut a = address(&format!("10.0.0.{ip}"), &format!("u{uid}"));
+                    a.hostname = if host == 1 { "h".into() } else { String::new() };
+                    Entry {
+                        address: a,
+                        ready,
+                        port: (p > 0).then(|| port(&format!("p{}", p % 3), 80 + i32::from(p))),
+                    }
+                })
+                .collect();
+            proptest::prop_assert_eq!(repack(entries.clone()), model(entries));
         }
     }
 

@@ -1,0 +1,422 @@
+//! The default policy natively and as a wasm guest, side by side, on the same requests.
+//!
+//! `cargo bench -p weir --bench guest` measures, at 0, 100 and 1,000 pods:
+//!
+//! - `native/N`: the native twin, `weir_policy::reconcile(&DefaultPolicy, ..)` linked into
+//!   this binary, on a request built with `weir_policy::testing`;
+//! - `wasm/N`: the embedded default guest as the controller runs it: a fresh instance
+//!   (instantiate), `reconcile` (call: lowering the request, the policy, lifting the decision)
+//!   and the host's contract check (validate), on the same request converted to the host's
+//!   WIT types.
+//!
+//! Criterion reports its estimates per benchmark; at the end a Markdown table gives the
+//! median of every phase over all timed calls and the wasm/native ratio. Before timing, the
+//! two decisions are checked to be equal, so both sides do the same work.
+//!
+//! The request is the one `tests/bench/gen.py` describes: a Service with two ports (one named
+//! target port), pods on 10 nodes, every tenth not ready, no Endpoints yet (a create).
+//!
+//! For repeatable instruction counts (the machine is shared, wall-clock times are noisy), set
+//! `WEIR_BENCH_CALLS=N` and name one benchmark: the binary then makes exactly N calls of it
+//! and exits, for example
+//! `valgrind --tool=callgrind --toggle-collect='guest::timed_calls*' BENCH_BINARY native/100`
+//! with `WEIR_BENCH_CALLS=100`; instructions per call are the collected total over N.
+
+use std::cell::RefCell;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use tokio::runtime::Runtime as Tokio;
+use weir::runtime::bindings as wit;
+use weir::runtime::{Guest, Limits, Runtime};
+use weir::validate::validate;
+use weir_policy::testing;
+use weir_policy::types as native;
+use weir_policy::{DefaultPolicy, reconcile};
+
+/// Pod counts measured.
+const SIZES: [usize; 3] = [0, 100, 1000];
+
+/// The Service of `tests/bench/gen.py`: `bench/web`, ports `http` (target port name `http`)
+/// and `metrics` (9090 → 9090).
+fn bench_service() -> native::Service {
+    let mut service = testing::service();
+    service.namespace = "bench".into();
+    service.name = "web".into();
+    service.uid = "web-uid".into();
+    service.labels = vec![testing::kv("app", "web")];
+    service.cluster_ip = "10.96.0.20".into();
+    service.cluster_ips = vec!["10.96.0.20".into()];
+    service.ports = vec![
+        native::ServicePort {
+            name: "http".into(),
+            protocol: "TCP".into(),
+            port: 80,
+            target_port: native::TargetPort::Name("http".into()),
+            app_protocol: None,
+        },
+        native::ServicePort {
+            name: "metrics".into(),
+            protocol: "TCP".into(),
+            port: 9090,
+            target_port: native::TargetPort::Number(9090),
+            app_protocol: None,
+        },
+    ];
+    service
+}
+
+/// Pod `web-NNN` of `tests/bench/gen.py`: on `node-(i % 10)`, IP `10.1.(i/250).(i%250+1)`,
+/// a named container port `http` 8080, not ready when `i % 10 == 9`.
+fn bench_pod(i: usize) -> native::Pod {
+    let name = format!("web-{i:03}");
+    let ip = format!("10.1.{}.{}", i / 250, i % 250 + 1);
+    let mut pod = testing::pod(&name, &ip, i % 10 != 9);
+    pod.namespace = "bench".into();
+    pod.labels = vec![
+        testing::kv("app", "web"),
+        testing::kv("pod-template-hash", "5d8f7c"),
+    ];
+    pod.node_name = format!("node-{}", i % 10);
+    pod.container_ports = vec![native::ContainerPort {
+        name: "http".into(),
+        port: 8080,
+        protocol: "TCP".into(),
+    }];
+    pod
+}
+
+fn native_request(pods: usize) -> native::Request {
+    testing::request(bench_service(), (0..pods).map(bench_pod).collect())
+}
+
+// The SDK's and the host's bindings are generated from the same WIT file but are distinct
+// Rust types; these copy one into the other, field by field.
+
+fn kvs(list: &[native::KeyValue]) -> Vec<wit::KeyValue> {
+    list.iter()
+        .map(|kv| wit::KeyValue {
+            key: kv.key.clone(),
+            value: kv.value.clone(),
+        })
+        .collect()
+}
+
+fn to_wit_service(s: &native::Service) -> wit::Service {
+    wit::Service {
+        namespace: s.namespace.clone(),
+        name: s.name.clone(),
+        uid: s.uid.clone(),
+        labels: kvs(&s.labels),
+        annotations: kvs(&s.annotations),
+        creation_timestamp: s.creation_timestamp.clone(),
+        selector: s.selector.as_deref().map(kvs),
+        service_type: s.service_type.clone(),
+        cluster_ip: s.cluster_ip.clone(),
+        cluster_ips: s.cluster_ips.clone(),
+        ip_families: s.ip_families.clone(),
+        ports: s
+            .ports
+            .iter()
+            .map(|p| wit::ServicePort {
+                name: p.name.clone(),
+                protocol: p.protocol.clone(),
+                port: p.port,
+                target_port: match &p.target_port {
+                    native::TargetPort::Number(n) => wit::TargetPort::Number(*n),
+                    native::TargetPort::Name(n) => wit::TargetPort::Name(n.clone()),
+                },
+                app_protocol: p.app_protocol.clone(),
+            })
+            .collect(),
+        publish_not_ready_addresses: s.publish_not_ready_addresses,
+    }
+}
+
+fn to_wit_pod(p: &native::Pod) -> wit::Pod {
+    wit::Pod {
+        namespace: p.namespace.clone(),
+        name: p.name.clone(),
+        uid: p.uid.clone(),
+        labels: kvs(&p.labels),
+        annotations: kvs(&p.annotations),
+        node_name: p.node_name.clone(),
+        hostname: p.hostname.clone(),
+        subdomain: p.subdomain.clone(),
+        pod_ip: p.pod_ip.clone(),
+        pod_ips: p.pod_ips.clone(),
+        phase: p.phase.clone(),
+        conditions: p
+            .conditions
+            .iter()
+            .map(|c| wit::PodCondition {
+                condition_type: c.condition_type.clone(),
+                status: c.status.clone(),
+                last_transition_time: c.last_transition_time.clone(),
+            })
+            .collect(),
+        terminating: p.terminating,
+        container_ports: p
+            .container_ports
+            .iter()
+            .map(|c| wit::ContainerPort {
+                name: c.name.clone(),
+                port: c.port,
+                protocol: c.protocol.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
+    let addresses = |list: &[native::EndpointAddress]| -> Vec<wit::EndpointAddress> {
+        list.iter()
+            .map(|a| wit::EndpointAddress {
+                ip: a.ip.clone(),
+                hostname: a.hostname.clone(),
+                node_name: a.node_name.clone(),
+                target_ref: a.target_ref.as_ref().map(|r| wit::ObjectReference {
+                    kind: r.kind.clone(),
+                    namespace: r.namespace.clone(),
+                    name: r.name.clone(),
+                    uid: r.uid.clone(),
+                    api_version: r.api_version.clone(),
+                    field_path: r.field_path.clone(),
+                }),
+            })
+            .collect()
+    };
+    wit::Endpoints {
+        namespace: e.namespace.clone(),
+        name: e.name.clone(),
+        labels: kvs(&e.labels),
+        annotations: kvs(&e.annotations),
+        resource_version: e.resource_version.clone(),
+        subsets: e
+            .subsets
+            .iter()
+            .map(|s| wit::EndpointSubset {
+                addresses: addresses(&s.addresses),
+                not_ready_addresses: addresses(&s.not_ready_addresses),
+                ports: s
+                    .ports
+                    .iter()
+                    .map(|p| wit::EndpointPort {
+                        name: p.name.clone(),
+                        port: p.port,
+                        protocol: p.protocol.clone(),
+                        app_protocol: p.app_protocol.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn to_wit_request(r: &native::Request) -> wit::Request {
+    wit::Request {
+        namespace: r.namespace.clone(),
+        name: r.name.clone(),
+        service: r.service.as_ref().map(to_wit_service),
+        pods: r.pods.iter().map(to_wit_pod).collect(),
+        current: r.current.as_ref().map(to_wit_endpoints),
+        trigger_time: r.trigger_time.clone(),
+        config: r.config.clone(),
+    }
+}
+
+fn to_wit_decision(d: &native::Decision) -> wit::Decision {
+    match d {
+        native::Decision::None => wit::Decision::None,
+        native::Decision::Delete => wit::Decision::Delete,
+        native::Decision::Create(e) => wit::Decision::Create(to_wit_endpoints(e)),
+        native::Decision::Update(e) => wit::Decision::Update(to_wit_endpoints(e)),
+    }
+}
+
+/// One request in both forms.
+struct Case {
+    pods: usize,
+    native: native::Request,
+    wasm: wit::Request,
+}
+
+impl Case {
+    fn new(pods: usize) -> Case {
+        let native = native_request(pods);
+        let wasm = to_wit_request(&native);
+        Case { pods, native, wasm }
+    }
+}
+
+/// Per-call phase samples of the wasm guest.
+#[derive(Default)]
+struct Phases {
+    instantiate: Vec<Duration>,
+    call: Vec<Duration>,
+    validate: Vec<Duration>,
+    total: Vec<Duration>,
+}
+
+fn native_call(case: &Case) -> native::Decision {
+    reconcile(&DefaultPolicy::default(), black_box(&case.native)).expect("native reconcile")
+}
+
+/// One wasm call as the controller makes it: fresh instance, reconcile, validation.
+fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Duration) {
+    let (result, timing) = rt.block_on(guest.call_timed(black_box(&case.wasm)));
+    let decision = result.expect("guest call");
+    let started = Instant::now();
+    let action = validate(
+        &case.wasm.namespace,
+        &case.wasm.name,
+        &decision,
+        None,
+        guest.limits().max_addresses,
+    )
+    .expect("valid decision");
+    let validated = started.elapsed();
+    black_box(action);
+    (timing.instantiate, timing.call, validated)
+}
+
+/// Makes `calls` calls of one benchmark; the callgrind mode counts instructions in here.
+#[inline(never)]
+fn timed_calls(rt: &Tokio, guest: &Guest, case: &Case, wasm: bool, calls: usize) {
+    for _ in 0..calls {
+        if wasm {
+            black_box(wasm_call(rt, guest, case));
+        } else {
+            black_box(native_call(case));
+        }
+    }
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn show(d: Duration) -> String {
+    let micros = d.as_secs_f64() * 1e6;
+    if micros < 10.0 {
+        format!("{micros:.2} µs")
+    } else if micros < 10_000.0 {
+        format!("{micros:.1} µs")
+    } else {
+        format!("{:.2} ms", micros / 1000.0)
+    }
+}
+
+fn main() {
+    // The default memory cap, but a deadline that a busy machine cannot trip: this measures
+    // cost, and a 100 ms deadline missed under load would only abort the run.
+    let limits = Limits {
+        deadline: Duration::from_secs(10),
+        ..Limits::default()
+    };
+    let runtime = Runtime::new(limits).expect("engine");
+    let guest = runtime.default_guest().expect("default guest");
+    // Guest calls are async (the deadline is a tokio timeout); one thread drives them.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let cases: Vec<Case> = SIZES.iter().map(|&n| Case::new(n)).collect();
+
+    // Faster must not mean different: both sides decide the same, on every size.
+    for case in &cases {
+        let want = to_wit_decision(&native_call(case));
+        let got = rt.block_on(guest.call(&case.wasm)).expect("guest call");
+        assert!(
+            want == got,
+            "native and wasm decisions differ at {} pods",
+            case.pods
+        );
+    }
+
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if let Ok(calls) = std::env::var("WEIR_BENCH_CALLS") {
+        let calls: usize = calls.parse().expect("WEIR_BENCH_CALLS is a number");
+        for case in &cases {
+            for wasm in [false, true] {
+                let id = format!("{}/{}", if wasm { "wasm" } else { "native" }, case.pods);
+                if filters.iter().any(|f| *f == id) {
+                    timed_calls(&rt, &guest, case, wasm, calls);
+                }
+            }
+        }
+        return;
+    }
+
+    let mut criterion = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .configure_from_args();
+    let mut rows = Vec::new();
+    for case in &cases {
+        let native_samples = RefCell::new(Vec::new());
+        criterion.bench_function(&format!("native/{}", case.pods), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut samples = native_samples.borrow_mut();
+                for _ in 0..iters {
+                    let started = Instant::now();
+                    black_box(native_call(case));
+                    let elapsed = started.elapsed();
+                    samples.push(elapsed);
+                    total += elapsed;
+                }
+                total
+            })
+        });
+        let phases = RefCell::new(Phases::default());
+        criterion.bench_function(&format!("wasm/{}", case.pods), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut phases = phases.borrow_mut();
+                for _ in 0..iters {
+                    let (instantiate, call, validate) = wasm_call(&rt, &guest, case);
+                    let sum = instantiate + call + validate;
+                    phases.instantiate.push(instantiate);
+                    phases.call.push(call);
+                    phases.validate.push(validate);
+                    phases.total.push(sum);
+                    total += sum;
+                }
+                total
+            })
+        });
+        rows.push((case.pods, native_samples.into_inner(), phases.into_inner()));
+    }
+    criterion.final_summary();
+
+    println!(
+        "\n## Default policy per call: native twin and wasm guest (medians of every timed call)\n"
+    );
+    println!(
+        "| pods | native | wasm instantiate | wasm call | wasm validate | wasm total | wasm/native |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (pods, mut native, mut phases) in rows {
+        if native.is_empty() || phases.total.is_empty() {
+            continue; // filtered out
+        }
+        let native = median(&mut native);
+        let total = median(&mut phases.total);
+        println!(
+            "| {pods} | {} | {} | {} | {} | {} | {:.1}× |",
+            show(native),
+            show(median(&mut phases.instantiate)),
+            show(median(&mut phases.call)),
+            show(median(&mut phases.validate)),
+            show(total),
+            total.as_secs_f64() / native.as_secs_f64()
+        );
+    }
+}
