@@ -5,10 +5,12 @@
 //! retrying, forever and at the same resourceVersion, a watch that the API server refuses to
 //! start (`410`, or `504 Too large resource version`), and it cannot notice an API server that
 //! came back empty on the same address: such a server accepts the old resourceVersion and just
-//! sends nothing. client-go relists in the first two cases; weir does too, and checks the third
-//! by comparing the server's current resourceVersion with the highest one it has seen
-//! ([`check_api`]). resourceVersions are opaque by API convention, but etcd's are integers that
-//! only grow; a value that does not parse as one is never compared.
+//! sends nothing. client-go relists in the first two cases; weir does too, and checks the third:
+//! each informer asks the server now and then for the resource's current resourceVersion and
+//! compares it with the highest one it has seen. Per resource, because an API server may keep
+//! resources in different etcd clusters (`--etcd-servers-overrides`), each with its own
+//! numbers. resourceVersions are opaque by API convention, but etcd's are integers that only
+//! grow; a value that does not parse as one is never compared.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +21,6 @@ use kube::api::ListParams;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
-use tokio_util::sync::CancellationToken;
 
 use super::Change;
 
@@ -29,12 +30,10 @@ pub struct ApiHealth {
     start: Instant,
     /// Milliseconds after `start` of the last successful list or watch.
     last_contact: AtomicU64,
-    /// Highest resourceVersion seen on any object since the last (re)list, 0 if none.
-    max_seen: AtomicU64,
-    /// Bumped to make every informer drop its watch and list afresh.
-    relist: tokio::sync::watch::Sender<u64>,
     /// Relists forced because the server forgot or reset its resourceVersions.
     pub relists: AtomicU64,
+    /// Bumped to make every informer list afresh: a reset server lost every resource.
+    relist: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for ApiHealth {
@@ -42,9 +41,8 @@ impl Default for ApiHealth {
         ApiHealth {
             start: Instant::now(),
             last_contact: AtomicU64::new(0),
-            max_seen: AtomicU64::new(0),
-            relist: tokio::sync::watch::channel(0).0,
             relists: AtomicU64::new(0),
+            relist: tokio::sync::watch::channel(0).0,
         }
     }
 }
@@ -56,22 +54,29 @@ impl ApiHealth {
         self.last_contact.fetch_max(ms, Ordering::Relaxed);
     }
 
+    /// Makes every informer list afresh.
+    fn relist_all(&self) {
+        self.relists.fetch_add(1, Ordering::Relaxed);
+        self.relist.send_modify(|g| *g += 1);
+    }
+
     /// How long since a list or watch request last succeeded (or since start).
     pub fn since_contact(&self) -> Duration {
         let last = Duration::from_millis(self.last_contact.load(Ordering::Relaxed));
         self.start.elapsed().saturating_sub(last)
     }
+}
 
-    fn seen(&self, rv: u64) {
-        self.max_seen.fetch_max(rv, Ordering::Relaxed);
-    }
-
-    /// Makes every informer list afresh; `max_seen` restarts from `rv`.
-    fn force_relist(&self, rv: u64) {
-        self.max_seen.store(rv, Ordering::Relaxed);
-        self.relists.fetch_add(1, Ordering::Relaxed);
-        self.relist.send_modify(|g| *g += 1);
-    }
+/// What every informer shares: the connection's health, how often to check the server's
+/// resourceVersion, and what to do when the server turns out to have lost its state.
+#[derive(Clone)]
+pub struct Watch {
+    /// Contact and relist counters.
+    pub health: Arc<ApiHealth>,
+    /// How often each informer checks the server's current resourceVersion.
+    pub check_every: Duration,
+    /// Called when a server reset is detected (resourceVersions remembered elsewhere are void).
+    pub on_reset: Arc<dyn Fn() + Send + Sync>,
 }
 
 fn resource_version<K: Resource>(o: &K) -> Option<u64> {
@@ -101,13 +106,15 @@ pub fn needs_relist(error: &watcher::Error) -> bool {
 
 /// Runs a watcher and feeds its changes to `handle`; reports `kind` on `synced` after the first
 /// complete list. Lists afresh when [`needs_relist`] says so, when a watch event's
-/// resourceVersion goes backwards, and when [`check_api`] asks every informer to.
+/// resourceVersion goes backwards, and when the server's current resourceVersion (asked every
+/// `watch.check_every`) is lower than one already seen; the last two mean the server lost its
+/// state, so every informer lists afresh. Successes count as contact.
 pub(super) async fn informer<K, F>(
     api: Api<K>,
     mut handle: F,
     synced: tokio::sync::mpsc::Sender<&'static str>,
     kind: &'static str,
-    health: Arc<ApiHealth>,
+    watch: Watch,
 ) where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     F: FnMut(Change<K>),
@@ -117,8 +124,11 @@ pub(super) async fn informer<K, F>(
             .default_backoff()
             .boxed()
     };
+    let health = watch.health.clone();
     let mut relist = health.relist.subscribe();
     let mut stream = start();
+    let mut check = tokio::time::interval(watch.check_every);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reported = false;
     // Highest resourceVersion of this list and watch; watch events must only go up.
     let mut last = 0u64;
@@ -126,6 +136,24 @@ pub(super) async fn informer<K, F>(
     let mut forced = 0u32;
     loop {
         let next = tokio::select! {
+            _ = check.tick() => {
+                // Read before asking: all seen so far is at or below the server's version now.
+                let seen = last;
+                if let Some(now) = current_resource_version(&api, &health).await
+                    && now < seen
+                {
+                    tracing::warn!(
+                        kind,
+                        seen,
+                        now,
+                        "the API server's resourceVersion went backwards: its state was reset; listing afresh"
+                    );
+                    (watch.on_reset)();
+                    health.relist_all();
+                    last = 0;
+                }
+                continue;
+            }
             changed = relist.changed() => {
                 if changed.is_err() {
                     return;
@@ -165,16 +193,16 @@ pub(super) async fn informer<K, F>(
                     to = ?o.meta().resource_version,
                     "resourceVersion went backwards: the API server's state was reset; listing afresh"
                 );
-                health.relists.fetch_add(1, Ordering::Relaxed);
-                stream = start();
+                (watch.on_reset)();
+                health.relist_all();
                 last = 0;
             }
             Event::Apply(o) => {
-                note(&mut last, &health, &o);
+                note(&mut last, &o);
                 handle(Change::Apply(o));
             }
             Event::Delete(o) => {
-                note(&mut last, &health, &o);
+                note(&mut last, &o);
                 handle(Change::Delete(o));
             }
             Event::Init => {
@@ -182,7 +210,7 @@ pub(super) async fn informer<K, F>(
                 handle(Change::RelistStart);
             }
             Event::InitApply(o) => {
-                note(&mut last, &health, &o);
+                note(&mut last, &o);
                 handle(Change::RelistItem(o));
             }
             Event::InitDone => {
@@ -197,51 +225,26 @@ pub(super) async fn informer<K, F>(
     }
 }
 
-fn note<K: Resource>(last: &mut u64, health: &ApiHealth, o: &K) {
+fn note<K: Resource>(last: &mut u64, o: &K) {
     if let Some(rv) = resource_version(o) {
         *last = (*last).max(rv);
-        health.seen(rv);
     }
 }
 
-/// Every `interval`, asks the API server for its current resourceVersion (a list of at most one
-/// object through `api`). A success counts as contact for `/readyz`. A resourceVersion lower
-/// than one weir has already seen means the server lost its state (restarted empty, or
-/// restored from an older backup): every informer lists afresh, and `on_reset` runs.
-pub(super) async fn check_api<K>(
-    api: Api<K>,
-    health: Arc<ApiHealth>,
-    interval: Duration,
-    on_reset: impl Fn(),
-    shutdown: CancellationToken,
-) where
+/// The resource's current resourceVersion, from a list of at most one object (cheap: the
+/// server answers from its newest state). A success counts as contact.
+async fn current_resource_version<K>(api: &Api<K>, health: &ApiHealth) -> Option<u64>
+where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(interval) => {}
+    match api.list(&ListParams::default().limit(1)).await {
+        Ok(list) => {
+            health.contact();
+            list.metadata.resource_version?.parse().ok()
         }
-        // Read before asking: everything seen so far is at or below the server's version now.
-        let seen = health.max_seen.load(Ordering::Relaxed);
-        match api.list(&ListParams::default().limit(1)).await {
-            Ok(list) => {
-                health.contact();
-                let now = list
-                    .metadata
-                    .resource_version
-                    .and_then(|rv| rv.parse().ok());
-                if let Some(now) = now.filter(|now| *now < seen) {
-                    tracing::warn!(
-                        seen,
-                        now,
-                        "the API server's resourceVersion went backwards: its state was reset; listing afresh"
-                    );
-                    health.force_relist(now);
-                    on_reset();
-                }
-            }
-            Err(e) => tracing::debug!(error = %e, "API server check failed"),
+        Err(e) => {
+            tracing::debug!(error = %e, "API server check failed");
+            None
         }
     }
 }

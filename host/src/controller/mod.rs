@@ -28,7 +28,7 @@ use crate::runtime::ActiveGuest;
 use crate::runtime::health::CallHealth;
 use crate::selector::LabelSelector;
 use cache::{Cache, CachedPod, key};
-use informer::{ApiHealth, check_api, informer};
+use informer::{ApiHealth, Watch, informer};
 use sync::{Outcome, StaleTracker, SyncError, Syncer};
 use writer::{EventRecorder, Writer};
 
@@ -270,19 +270,27 @@ impl Controller {
         let (synced_tx, mut synced_rx) = tokio::sync::mpsc::channel::<&'static str>(5);
         let mut informers = tokio::task::JoinSet::new();
         let mut pending: HashSet<&str> = ["services", "pods"].into();
+        let syncer = self.syncer.clone();
+        let watch = Watch {
+            health: handle.api.clone(),
+            check_every: (self.config.readyz_api_timeout / 4)
+                .clamp(Duration::from_millis(100), Duration::from_secs(10)),
+            // The new server's resourceVersions mean nothing against the old ones.
+            on_reset: Arc::new(move || syncer.stale.clear()),
+        };
         informers.spawn(informer(
             self.api::<core::Service>(),
             services_handler(handle.clone()),
             synced_tx.clone(),
             "services",
-            handle.api.clone(),
+            watch.clone(),
         ));
         informers.spawn(informer(
             self.api::<core::Pod>(),
             pods_handler(handle.clone(), self.config.batch_period),
             synced_tx.clone(),
             "pods",
-            handle.api.clone(),
+            watch.clone(),
         ));
         if outputs.endpoints {
             pending.insert("endpoints");
@@ -291,7 +299,7 @@ impl Controller {
                 endpoints_handler(handle.clone()),
                 synced_tx.clone(),
                 "endpoints",
-                handle.api.clone(),
+                watch.clone(),
             ));
         }
         if outputs.endpoint_slices {
@@ -301,26 +309,16 @@ impl Controller {
                 slices_handler(handle.clone(), self.config.batch_period),
                 synced_tx.clone(),
                 "endpointslices",
-                handle.api.clone(),
+                watch.clone(),
             ));
             informers.spawn(informer(
                 Api::<core::Node>::all(self.client.clone()),
                 nodes_handler(handle.clone()),
                 synced_tx.clone(),
                 "nodes",
-                handle.api.clone(),
+                watch.clone(),
             ));
         }
-        let syncer = self.syncer.clone();
-        informers.spawn(check_api(
-            self.api::<core::Service>(),
-            handle.api.clone(),
-            (self.config.readyz_api_timeout / 4)
-                .clamp(Duration::from_millis(100), Duration::from_secs(10)),
-            // The new server's resourceVersions mean nothing against the old ones.
-            move || syncer.stale.clear(),
-            shutdown.clone(),
-        ));
         drop(synced_tx);
 
         // Workers start only when every cache is complete (spec §3.1): a Service synced
