@@ -1,21 +1,25 @@
 //! Golden case files: load, select, run, compare (`weir reconcile`, `weir test`, `weir bench`).
 //!
-//! A case is one reconcile with its inputs (`service`, `pods`, `endpoints`, `config`) and,
-//! optionally, what must come out (`expect`). See `tests/cases/README.md` for the format.
+//! A case is one reconcile with its inputs (`service`, `pods`, `endpoints`, `nodes`,
+//! `endpointSlices`, `config`, ...) and, optionally, what must come out (`expect`). See
+//! `tests/cases/README.md` for the format.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::runtime::bindings as wit;
-use crate::runtime::{CallError, CallTiming, Guest};
+use crate::runtime::bindings_v0_2 as wit2;
+use crate::runtime::{CallError, CallTiming, Guest, World, convert};
 use crate::selector::service_selects;
 use crate::trigger_time::TriggerTimeTracker;
 use crate::validate::{Action, Violation, validate};
 use crate::view;
+use crate::view_slices::{self, SliceInputs};
 
 /// Annotation ignored when comparing, since it carries a time.
 const TRIGGER_TIME: &str = weir_policy::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
@@ -51,10 +55,44 @@ pub struct Case {
     /// Policy configuration (a string, or any YAML/JSON value).
     #[serde(default)]
     pub config: Option<Value>,
+    /// The cluster's Nodes (name and zone label are used; Ready, control-plane labels and
+    /// allocatable CPU for topology-aware hints). Absent: every pod's named Node exists,
+    /// without a zone.
+    #[serde(default)]
+    pub nodes: Option<Vec<core::Node>>,
+    /// The stored EndpointSlices of the Service, of any manager.
+    #[serde(default, rename = "endpointSlices")]
+    pub endpoint_slices: Vec<discovery::EndpointSlice>,
+    /// Most endpoints per slice (1..1000).
+    #[serde(default = "default_max_endpoints", rename = "maxEndpointsPerSlice")]
+    pub max_endpoints_per_slice: u32,
+    /// The outputs the host manages; both when absent.
+    #[serde(default)]
+    pub manage: Option<Vec<ManagedOutput>>,
     /// What the decision must be.
     #[serde(default)]
     pub expect: Option<Expect>,
 }
+
+fn default_max_endpoints() -> u32 {
+    weir_policy::well_known::DEFAULT_MAX_ENDPOINTS_PER_SLICE
+}
+
+/// An output a case lets the guest manage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum ManagedOutput {
+    /// The core/v1 Endpoints object.
+    #[serde(rename = "endpoints")]
+    Endpoints,
+    /// The discovery.k8s.io/v1 EndpointSlices.
+    #[serde(rename = "endpointSlices")]
+    EndpointSlices,
+}
+
+/// The address types an EndpointSlice may have (`IP` only on old objects).
+const ADDRESS_TYPES: [&str; 4] = ["IPv4", "IPv6", "FQDN", "IP"];
+/// Most endpoints the API server accepts in one slice.
+const MAX_SLICE_ENDPOINTS: usize = 1000;
 
 /// Expected outcome of a case; every part given is checked.
 #[derive(Debug, Clone, Deserialize)]
@@ -69,6 +107,52 @@ pub struct Expect {
     /// Address counts of the written Endpoints.
     #[serde(default)]
     pub counts: Option<Counts>,
+    /// The EndpointSlice changes and the slices that result.
+    #[serde(default, rename = "endpointSlices")]
+    pub endpoint_slices: Option<ExpectSlices>,
+}
+
+/// Expected EndpointSlice outcome; every part given is checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectSlices {
+    /// Number of slices created.
+    #[serde(default)]
+    pub creates: Option<usize>,
+    /// Number of slices updated.
+    #[serde(default)]
+    pub updates: Option<usize>,
+    /// Number of slices deleted.
+    #[serde(default)]
+    pub deletes: Option<usize>,
+    /// Number of sync errors reported after the writes (a pod on a missing Node, ...).
+    #[serde(default)]
+    pub errors: Option<usize>,
+    /// Every slice of the Service after the changes are applied to the stored ones, as a
+    /// multiset.
+    #[serde(default)]
+    pub slices: Option<Vec<ExpectedSlice>>,
+}
+
+/// One expected slice: endpoints and ports compare as sets.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedSlice {
+    /// `metadata.name`; checked only when given (a kept or recycled slice keeps its name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `addressType`.
+    #[serde(rename = "addressType")]
+    pub address_type: String,
+    /// `ports`.
+    #[serde(default)]
+    pub ports: Vec<discovery::EndpointPort>,
+    /// `endpoints`.
+    #[serde(default)]
+    pub endpoints: Vec<discovery::Endpoint>,
+    /// `metadata.labels`; checked only when given.
+    #[serde(default)]
+    pub labels: Option<BTreeMap<String, String>>,
 }
 
 /// An action name in a case file.
@@ -137,7 +221,50 @@ impl Case {
         if let Some(config) = &self.config {
             normalize_config(&config_text(config)).map_err(|e| format!("config: {e}"))?;
         }
+        if !(1..=1000).contains(&self.max_endpoints_per_slice) {
+            return Err(format!(
+                "maxEndpointsPerSlice: {} is outside 1..1000",
+                self.max_endpoints_per_slice
+            ));
+        }
+        for (i, node) in self.nodes.iter().flatten().enumerate() {
+            if node.metadata.name.as_deref().unwrap_or("").is_empty() {
+                return Err(format!("nodes[{i}].metadata.name: a Node needs a name"));
+            }
+        }
+        let stored = self.endpoint_slices.iter().map(|s| {
+            (
+                s.address_type.as_str(),
+                s.endpoints.as_ref().map_or(0, Vec::len),
+            )
+        });
+        check_slices("endpointSlices", stored)?;
+        if let Some(slices) = self
+            .expect
+            .as_ref()
+            .and_then(|e| e.endpoint_slices.as_ref())
+            .and_then(|e| e.slices.as_ref())
+        {
+            let expected = slices
+                .iter()
+                .map(|s| (s.address_type.as_str(), s.endpoints.len()));
+            check_slices("expect.endpointSlices.slices", expected)?;
+        }
         Ok(())
+    }
+
+    /// The outputs this case manages.
+    pub fn outputs(&self) -> wit2::Outputs {
+        match &self.manage {
+            None => wit2::Outputs {
+                endpoints: true,
+                endpoint_slices: true,
+            },
+            Some(list) => wit2::Outputs {
+                endpoints: list.contains(&ManagedOutput::Endpoints),
+                endpoint_slices: list.contains(&ManagedOutput::EndpointSlices),
+            },
+        }
     }
 
     /// The key's namespace and name.
@@ -196,8 +323,25 @@ impl Case {
         }
     }
 
+    /// The 0.2.0 request: [`Case::request`] plus the Service's stored slices, the pods'
+    /// Node facts, the slice size and the managed outputs.
+    pub fn request_v0_2(&self) -> wit2::Request {
+        let nodes = self.nodes.as_deref().map(view_slices::node_zones);
+        view_slices::request(
+            &self.request(),
+            SliceInputs {
+                service: self.service.as_ref(),
+                nodes: nodes.as_ref(),
+                slices: &self.endpoint_slices,
+                max_endpoints_per_slice: self.max_endpoints_per_slice,
+                zone_capacities: self.nodes.as_deref().and_then(view_slices::zone_capacities),
+                manage: self.outputs(),
+            },
+        )
+    }
+
     /// Runs the case on `guest`, validating the decision as the controller does.
-    pub async fn run(&self, guest: &Guest) -> Result<Action, RunError> {
+    pub async fn run(&self, guest: &Guest) -> Result<Outcome, RunError> {
         self.run_timed(guest).await.0
     }
 
@@ -205,22 +349,157 @@ impl Case {
     pub async fn run_timed(
         &self,
         guest: &Guest,
-    ) -> (Result<Action, RunError>, CallTiming, std::time::Duration) {
-        let request = self.request();
-        let (result, timing) = guest.call_timed(&request).await;
+    ) -> (Result<Outcome, RunError>, CallTiming, std::time::Duration) {
+        let request = self.request_v0_2();
+        let (result, timing) = guest.call_v0_2_timed(&request).await;
         let started = std::time::Instant::now();
-        let result = result.map_err(RunError::Call).and_then(|decision| {
-            validate(
-                &request.namespace,
-                &request.name,
-                &decision,
-                self.endpoints.as_ref(),
-                guest.limits().max_addresses,
-            )
-            .map_err(RunError::Invalid)
-        });
+        let result = result
+            .map_err(RunError::Call)
+            .and_then(|decision| self.outcome(guest.world(), &request, decision));
         (result, timing, started.elapsed())
     }
+
+    /// Validates a decision and applies its slice changes to the stored slices.
+    fn outcome(
+        &self,
+        world: World,
+        request: &wit2::Request,
+        decision: wit2::Decision,
+    ) -> Result<Outcome, RunError> {
+        let wit2::Decision {
+            endpoints,
+            slices,
+            errors,
+            events,
+        } = decision;
+        let action = validate(
+            &request.namespace,
+            &request.name,
+            &convert::endpoints_decision_to_v0_1(endpoints),
+            self.endpoints.as_ref(),
+            crate::runtime::Limits::default().max_addresses,
+        )?;
+        let stored = |name: &str| {
+            self.endpoint_slices
+                .iter()
+                .find(|s| s.metadata.name.as_deref() == Some(name))
+        };
+        let refuse = |m: String| RunError::Invalid(Violation(m));
+        let mut create = Vec::new();
+        for s in &slices.create {
+            if !s.name.is_empty() {
+                return Err(refuse(format!(
+                    "slice create names {:?}; creates use generateName",
+                    s.name
+                )));
+            }
+            create.push(view_slices::slice_object(s, None));
+        }
+        let mut update = Vec::new();
+        for s in &slices.update {
+            let Some(old) = stored(&s.name) else {
+                return Err(refuse(format!(
+                    "slice update of {:?}, which is not stored",
+                    s.name
+                )));
+            };
+            update.push(view_slices::slice_object(s, Some(old)));
+        }
+        for name in &slices.delete {
+            if stored(name).is_none() {
+                return Err(refuse(format!(
+                    "slice delete of {name:?}, which is not stored"
+                )));
+            }
+        }
+        Ok(Outcome {
+            action,
+            world,
+            slices: SliceWrites {
+                create,
+                update,
+                delete: slices.delete,
+            },
+            errors,
+            events: events
+                .into_iter()
+                .map(|e| {
+                    json!({
+                        "type": if e.warning { "Warning" } else { "Normal" },
+                        "reason": e.reason,
+                        "message": e.message,
+                    })
+                })
+                .collect(),
+        })
+    }
+
+    /// Every slice of the Service once `writes` are applied to the stored ones; created
+    /// slices get the name `<generateName>created-<n>`.
+    pub fn slices_after(&self, writes: &SliceWrites) -> Vec<discovery::EndpointSlice> {
+        let name = |s: &discovery::EndpointSlice| s.metadata.name.clone().unwrap_or_default();
+        let mut out: Vec<discovery::EndpointSlice> = self
+            .endpoint_slices
+            .iter()
+            .filter(|s| !writes.delete.contains(&name(s)))
+            .filter(|s| writes.update.iter().all(|u| name(u) != name(s)))
+            .cloned()
+            .collect();
+        out.extend(writes.update.iter().cloned());
+        for (i, created) in writes.create.iter().enumerate() {
+            let mut created = created.clone();
+            let prefix = created.metadata.generate_name.clone().unwrap_or_default();
+            created.metadata.name = Some(format!("{prefix}created-{i}"));
+            out.push(created);
+        }
+        out
+    }
+}
+
+/// Checks stored or expected slices: a known address type, at most 1000 endpoints each.
+fn check_slices<'a>(
+    field: &str,
+    slices: impl Iterator<Item = (&'a str, usize)>,
+) -> Result<(), String> {
+    for (i, (address_type, endpoints)) in slices.enumerate() {
+        if !ADDRESS_TYPES.contains(&address_type) {
+            return Err(format!(
+                "{field}[{i}].addressType: {address_type:?} is not one of IPv4, IPv6, FQDN"
+            ));
+        }
+        if endpoints > MAX_SLICE_ENDPOINTS {
+            return Err(format!(
+                "{field}[{i}].endpoints: {endpoints} endpoints, more than the {MAX_SLICE_ENDPOINTS} a slice may hold"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The EndpointSlice writes of a decision, as discovery.k8s.io/v1 objects.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SliceWrites {
+    /// Slices to create (named by the API server from `generateName`).
+    pub create: Vec<discovery::EndpointSlice>,
+    /// Stored slices to replace, by name, with the stored resourceVersion.
+    pub update: Vec<discovery::EndpointSlice>,
+    /// Names of stored slices to delete.
+    pub delete: Vec<String>,
+}
+
+/// What a case's reconcile decided, validated.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What happens to the Endpoints.
+    pub action: Action,
+    /// The contract version of the guest that decided.
+    pub world: World,
+    /// What happens to the EndpointSlices.
+    pub slices: SliceWrites,
+    /// Sync errors reported after the writes.
+    pub errors: Vec<String>,
+    /// Events for the Service, as `{type, reason, message}`.
+    pub events: Vec<Value>,
 }
 
 fn field_error(path: &serde_path_to_error::Path, inner: &dyn std::fmt::Display) -> String {
@@ -305,9 +584,28 @@ pub fn normalize_config(text: &str) -> Result<String, String> {
     Ok(value.to_string())
 }
 
-/// The JSON `weir reconcile` prints: `{"action": ..., "endpoints": <Endpoints> | null}`.
+/// The JSON of an Endpoints action: `{"action": ..., "endpoints": <Endpoints> | null}`.
 pub fn decision_json(action: &Action) -> Value {
     json!({ "action": action.name(), "endpoints": action.endpoints() })
+}
+
+/// The JSON `weir reconcile` prints: `{"action": ..., "endpoints": <Endpoints> | null,
+/// "endpointSlices": {"create": [...], "update": [...], "delete": ["name", ...]} | null,
+/// "errors": [...], "events": [...]}`. `endpointSlices` is null for a 0.1.0 guest, which
+/// cannot compute them.
+pub fn outcome_json(outcome: &Outcome) -> Value {
+    let slices = &outcome.slices;
+    json!({
+        "action": outcome.action.name(),
+        "endpoints": outcome.action.endpoints(),
+        "endpointSlices": outcome.world.has_slices().then(|| json!({
+            "create": slices.create,
+            "update": slices.update,
+            "delete": slices.delete,
+        })),
+        "errors": outcome.errors,
+        "events": outcome.events,
+    })
 }
 
 /// Sorts a JSON array by each element's text, so lists compare as sets.
@@ -373,7 +671,127 @@ pub fn counts(e: &core::Endpoints) -> Counts {
     }
 }
 
-/// Differences between `expect` and the actual action, as readable text; empty when it passes.
+/// The comparable form of a slice: address type, ports and endpoints as sorted sets (no
+/// `targetRef.resourceVersion`), plus the name and labels when `with_name`/`with_labels`.
+pub fn comparable_slice(
+    address_type: &str,
+    ports: &[discovery::EndpointPort],
+    endpoints: &[discovery::Endpoint],
+    name: Option<&str>,
+    labels: Option<&BTreeMap<String, String>>,
+) -> Value {
+    let endpoints = endpoints.iter().map(|e| {
+        let mut e = e.clone();
+        if let Some(r) = e.target_ref.as_mut() {
+            r.resource_version = None;
+        }
+        e.deprecated_topology = None;
+        serde_json::to_value(e).unwrap_or(Value::Null)
+    });
+    let ports = ports
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap_or(Value::Null));
+    let mut out = json!({
+        "addressType": address_type,
+        "ports": sorted(ports.collect()),
+        "endpoints": sorted(endpoints.collect()),
+    });
+    if let Some(name) = name {
+        out["name"] = json!(name);
+    }
+    if let Some(labels) = labels {
+        out["labels"] = json!(labels);
+    }
+    out
+}
+
+/// Differences between expected and actual slices (a multiset match), as readable text.
+fn compare_slices(expected: &[ExpectedSlice], actual: &[discovery::EndpointSlice]) -> Vec<String> {
+    let form = |s: &discovery::EndpointSlice, e: Option<&ExpectedSlice>| {
+        comparable_slice(
+            &s.address_type,
+            s.ports.as_deref().unwrap_or_default(),
+            s.endpoints.as_deref().unwrap_or_default(),
+            e.and_then(|e| e.name.as_ref())
+                .and(s.metadata.name.as_deref()),
+            e.and_then(|e| e.labels.as_ref())
+                .and(Some(s.metadata.labels.as_ref().unwrap_or(&BTreeMap::new()))),
+        )
+    };
+    let want = |e: &ExpectedSlice| {
+        comparable_slice(
+            &e.address_type,
+            &e.ports,
+            &e.endpoints,
+            e.name.as_deref(),
+            e.labels.as_ref(),
+        )
+    };
+    // Most specific expectations first, so one that names labels is not left without its
+    // slice by a looser one.
+    let mut order: Vec<&ExpectedSlice> = expected.iter().collect();
+    order.sort_by_key(|e| std::cmp::Reverse(e.labels.is_some() as u8 + e.name.is_some() as u8));
+    let mut unmatched: Vec<&discovery::EndpointSlice> = actual.iter().collect();
+    let mut missing = Vec::new();
+    for e in order {
+        let w = want(e);
+        match unmatched.iter().position(|s| form(s, Some(e)) == w) {
+            Some(i) => {
+                unmatched.remove(i);
+            }
+            None => missing.push(w),
+        }
+    }
+    if missing.is_empty() && unmatched.is_empty() {
+        return Vec::new();
+    }
+    let extra: Vec<Value> = unmatched.iter().map(|s| form(s, None)).collect();
+    vec![format!(
+        "endpointSlices.slices differ ({} expected not found, {} actual not expected; - expected, + actual):\n{}",
+        missing.len(),
+        extra.len(),
+        diff(&Value::Array(missing), &Value::Array(extra))
+    )]
+}
+
+/// Differences between a case's `expect` and its outcome, as readable text; empty when it
+/// passes.
+pub fn compare_outcome(case: &Case, expect: &Expect, outcome: &Outcome) -> Vec<String> {
+    let mut problems = compare(expect, &outcome.action);
+    let Some(want) = &expect.endpoint_slices else {
+        return problems;
+    };
+    if !outcome.world.has_slices() {
+        problems.push(format!(
+            "endpointSlices: the guest implements {} (Endpoints only) and cannot compute the EndpointSlices this case expects",
+            outcome.world.package()
+        ));
+        return problems;
+    }
+    let counts = [
+        ("creates", want.creates, outcome.slices.create.len()),
+        ("updates", want.updates, outcome.slices.update.len()),
+        ("deletes", want.deletes, outcome.slices.delete.len()),
+        ("errors", want.errors, outcome.errors.len()),
+    ];
+    for (what, want, got) in counts {
+        if let Some(want) = want
+            && want != got
+        {
+            problems.push(format!("endpointSlices.{what}: expected {want}, got {got}"));
+        }
+    }
+    if let Some(expected) = &want.slices {
+        problems.extend(compare_slices(
+            expected,
+            &case.slices_after(&outcome.slices),
+        ));
+    }
+    problems
+}
+
+/// Differences between `expect` and the actual Endpoints action, as readable text; empty
+/// when it passes.
 pub fn compare(expect: &Expect, actual: &Action) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(action) = expect.action {
@@ -513,10 +931,10 @@ pub async fn check_file(guest: &Guest, path: &Path) -> Verdict {
         }
     };
     let problems = match case.run(guest).await {
-        Ok(action) => case
+        Ok(outcome) => case
             .expect
             .as_ref()
-            .map(|e| compare(e, &action))
+            .map(|e| compare_outcome(&case, e, &outcome))
             .unwrap_or_default(),
         Err(e) => vec![e.to_string()],
     };

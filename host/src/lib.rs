@@ -8,6 +8,7 @@
 //!   the same for EndpointSlice changes.
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
 //! - [`trigger_time`] computes the last-change-trigger-time annotation.
+//! - [`view_slices`] does the same for EndpointSlices, Nodes and the 0.2.0 request.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
 //!
 //! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
@@ -23,3 +24,4 @@ pub mod swap;
 pub mod trigger_time;
 pub mod validate;
 pub mod view;
+pub mod view_slices;

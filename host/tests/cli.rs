@@ -56,11 +56,21 @@ fn reconcile_prints_the_decision_json() {
     assert_eq!(ep["kind"], "Endpoints");
     assert!(ep["metadata"]["name"].is_string());
     assert!(ep["subsets"].is_array());
+    let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
     assert_eq!(
-        json.as_object().unwrap().len(),
-        2,
-        "exactly action and endpoints"
+        keys,
+        ["action", "endpointSlices", "endpoints", "errors", "events"],
+        "{json}"
     );
+    let slices = &json["endpointSlices"];
+    let created = slices["create"].as_array().unwrap();
+    assert_eq!(created.len(), 1, "{json}");
+    assert_eq!(created[0]["apiVersion"], "discovery.k8s.io/v1");
+    assert_eq!(created[0]["kind"], "EndpointSlice");
+    assert_eq!(created[0]["addressType"], "IPv4");
+    assert_eq!(created[0]["endpoints"].as_array().unwrap().len(), 2);
+    assert_eq!(slices["update"], serde_json::json!([]));
+    assert_eq!(slices["delete"], serde_json::json!([]));
 
     let out = weir(&[
         "reconcile",
@@ -69,7 +79,9 @@ fn reconcile_prints_the_decision_json() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         json,
-        serde_json::json!({"action": "delete", "endpoints": null})
+        serde_json::json!({"action": "delete", "endpoints": null,
+            "endpointSlices": {"create": [], "update": [], "delete": []},
+            "errors": [], "events": []})
     );
 }
 
@@ -87,8 +99,37 @@ fn bad_input_is_one_line_naming_file_and_field_with_exit_2() {
         "mismatch.yaml",
         &GOOD.replace("key: ns/web", "key: ns/other"),
     );
+    let slice = |address_type: &str, endpoints: usize| {
+        let endpoint = "{addresses: [10.0.0.1]}";
+        let list = vec![endpoint; endpoints].join(", ");
+        format!(
+            "{GOOD}endpointSlices:\n  - {{metadata: {{name: s}}, addressType: {address_type}, endpoints: [{list}]}}\n"
+        )
+    };
+    let unknown_type = write(dir.path(), "unknown-type.yaml", &slice("IPv5", 1));
+    let too_many = write(dir.path(), "too-many.yaml", &slice("IPv4", 1001));
+    let nameless_node = write(
+        dir.path(),
+        "nameless-node.yaml",
+        &format!("{GOOD}nodes:\n  - metadata: {{labels: {{a: b}}}}\n"),
+    );
+    let bad_max = write(
+        dir.path(),
+        "bad-max.yaml",
+        &format!("{GOOD}maxEndpointsPerSlice: 1001\n"),
+    );
+    let bad_manage = write(
+        dir.path(),
+        "bad-manage.yaml",
+        &format!("{GOOD}manage: [endpoints, slices]\n"),
+    );
     let missing = dir.path().join("missing.yaml").display().to_string();
     for (file, needle) in [
+        (&unknown_type, "endpointSlices[0].addressType"),
+        (&too_many, "endpointSlices[0].endpoints"),
+        (&nameless_node, "nodes[0].metadata.name"),
+        (&bad_max, "maxEndpointsPerSlice"),
+        (&bad_manage, "manage[1]"),
         (&wrong_type, "service.spec.ports[0].port"),
         (&bad_yaml, "bad.yaml"),
         (&key_mismatch, "key"),

@@ -37,9 +37,10 @@ fn export_writes_the_default_guest_and_info_describes_it() {
     for needle in [
         format!("sha256:     {}", digest(DEFAULT_GUEST)),
         format!("size:       {} bytes", DEFAULT_GUEST.len()),
-        "targets:    weir:endpoints@0.1.0 world endpoint-policy".to_string(),
+        "targets:    weir:endpoints@0.2.0 world endpoint-policy".to_string(),
         "compatible: yes".to_string(),
         "  reconcile (function)".to_string(),
+        "  validate-config (function)".to_string(),
     ] {
         assert!(stdout.contains(&needle), "missing {needle:?} in:\n{stdout}");
     }
@@ -70,6 +71,19 @@ fn info_on_garbage_fails_with_one_clear_line() {
     let stderr = text(&out.stderr);
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("cannot read"), "{stderr}");
+}
+
+#[test]
+fn info_on_a_0_1_guest_prints_its_world() {
+    let path = test_guest("v0-1-default");
+    let out = weir(&["guest", "info", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("targets:    weir:endpoints@0.1.0 world endpoint-policy"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("validate-config"), "{stdout}");
 }
 
 #[test]

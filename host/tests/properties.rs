@@ -125,6 +125,10 @@ proptest! {
             pods: pods.into_iter().map(|p| serde_json::from_value(p).unwrap()).collect(),
             endpoints: endpoints.map(|e| serde_json::from_value(e).unwrap()),
             config: None,
+            nodes: None,
+            endpoint_slices: Vec::new(),
+            max_endpoints_per_slice: 100,
+            manage: None,
             expect: None,
         };
         let outcome = wasmtime_wasi::runtime::in_tokio(case.run(guest()));

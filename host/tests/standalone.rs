@@ -34,7 +34,11 @@ fn wasm_tools_prints_the_contract() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(wit.contains("import weir:endpoints/types@0.1.0;"), "{wit}");
+    assert!(wit.contains("import weir:endpoints/types@0.2.0;"), "{wit}");
+    assert!(
+        wit.contains("export validate-config: func(config: string) -> result<_, string>;"),
+        "{wit}"
+    );
     assert!(
         wit.contains("export reconcile: func(request: request) -> result<decision, string>;"),
         "{wit}"
@@ -61,7 +65,7 @@ fn plain_wasmtime_invokes_reconcile() {
         return;
     }
     let guest = exported_guest();
-    let call = r#"reconcile({namespace: "ns", name: "gone", service: none, pods: [], current: none, trigger-time: none, config: ""})"#;
+    let call = r#"reconcile({namespace: "ns", name: "gone", service: none, pods: [], current: none, trigger-time: none, config: "", endpoint-slices: [], max-endpoints-per-slice: 100, zone-capacities: none, manage: {endpoints: true, endpoint-slices: true}})"#;
     let out = Command::new("wasmtime")
         .args(["run", "--invoke", call])
         .arg(&guest)
@@ -72,5 +76,8 @@ fn plain_wasmtime_invokes_reconcile() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok(delete)");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok({endpoints: delete, slices: {create: [], update: [], delete: []}, errors: [], events: []})"
+    );
 }

@@ -5,7 +5,7 @@
 //!
 //! The crate has three parts:
 //! - [`types`]: the WIT contract's records (`Service`, `Pod`, `Endpoints`, `Decision`, ...),
-//!   generated from `wit/v0.1/endpoints.wit`;
+//!   generated from `wit/v0.2/endpoints.wit`;
 //! - [`steps`]: upstream kube-controller-manager's endpoint sync, split into steps (select,
 //!   address, ports, pack, capacity, decide) that compile natively and to `wasm32-wasip2`;
 //! - [`Policy`]: a trait whose methods default to those steps. A custom policy overrides one or
@@ -68,13 +68,14 @@ pub mod testing;
 pub mod well_known;
 
 pub use config::{ConfigError, parse_config};
-pub use policy::{Capped, Context, DefaultPolicy, Entry, PodAddress, Policy, reconcile};
+pub use policy::{Capped, Context, DefaultPolicy, Entry, Output, PodAddress, Policy, reconcile};
 
-/// Bindings generated from `wit/v0.1/endpoints.wit`. Policy code uses them through [`types`].
+/// Bindings generated from `wit/v0.2/endpoints.wit` (`weir:endpoints@0.2.0`). Policy code uses
+/// them through [`types`].
 #[allow(missing_docs, clippy::all, unsafe_code)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/v0.1",
+        path: "../../wit/v0.2",
         world: "endpoint-policy",
         additional_derives: [PartialEq, Eq, Hash],
         pub_export_macro: true,
@@ -87,12 +88,27 @@ pub mod types {
     pub use crate::bindings::weir::endpoints::types::*;
 }
 
-/// Exports a [`Policy`] type as the component's `reconcile` function.
+/// Checks a configuration for policy `P` as the exported `validate-config` does: it parses
+/// ([`parse_config`]) and passes [`Policy::validate`].
+pub fn validate_config<P>(config: &str) -> Result<(), String>
+where
+    P: Policy + serde::de::DeserializeOwned + Default,
+{
+    let policy: P = parse_config(config)?;
+    policy
+        .validate()
+        .map_err(|e| format!("invalid policy configuration: {e}"))
+}
+
+/// Exports a [`Policy`] type as a `weir:endpoints@0.2.0` component: its `validate-config`
+/// and `reconcile` functions.
 ///
 /// Use it once, in the `cdylib` crate built for `wasm32-wasip2`. The type is the policy's
 /// configuration too: it implements `serde::Deserialize` and `Default`, and each request's
 /// `config` is parsed into it ([`parse_config`]: empty config gives `Default`, a config that
-/// does not fit is a clear reconcile error), then checked with [`Policy::validate`].
+/// does not fit is a clear error), then checked with [`Policy::validate`]. (A component of
+/// the older Endpoints-only contract, `weir:endpoints@0.1.0`, generates its own bindings and
+/// converts; `tests/guests/v0-1-default` shows how.)
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {
@@ -100,6 +116,12 @@ macro_rules! export_policy {
         struct __WeirPolicyExport;
 
         impl $crate::bindings::Guest for __WeirPolicyExport {
+            fn validate_config(
+                config: ::std::string::String,
+            ) -> ::core::result::Result<(), ::std::string::String> {
+                $crate::validate_config::<$policy>(&config)
+            }
+
             fn reconcile(
                 request: $crate::types::Request,
             ) -> ::core::result::Result<$crate::types::Decision, ::std::string::String> {

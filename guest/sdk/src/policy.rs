@@ -3,26 +3,49 @@
 use crate::ip::Family;
 use crate::steps;
 use crate::types::{
-    Decision, EndpointAddress, EndpointPort, EndpointSubset, Pod, Request, Service,
+    Decision, EndpointAddress, EndpointPort, EndpointSubset, EndpointsDecision, Pod, Request,
+    Service,
 };
 
-/// What one reconcile knows: the request and the Service it is about.
+/// Which output the steps are computing. The shared hooks ([`Policy::select`],
+/// [`Policy::address`], [`Policy::addresses`], [`Policy::ports`]) run once per output (and
+/// per address type for slices); their defaults follow each output's own upstream controller
+/// (`docs/upstream-endpointslices.md` §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The core/v1 Endpoints object.
+    Endpoints,
+    /// The discovery.k8s.io/v1 EndpointSlices of [`Context::family`].
+    EndpointSlices,
+}
+
+/// What one reconcile knows: the request, the Service it is about, and which output and
+/// address family is being computed.
 pub struct Context<'a> {
     /// The whole request.
     pub request: &'a Request,
     /// The Service being reconciled (a reconcile without one never reaches the steps).
     pub service: &'a Service,
-    /// The address family published: the Service's primary IP family (spec §7.1).
+    /// The address family computed: for Endpoints the Service's primary IP family (spec
+    /// §7.1), for slices the address type of the slices being built.
     pub family: Family,
+    /// The output being computed.
+    pub output: Output,
 }
 
-/// A pod's address in the Endpoints, and whether it is listed as ready.
+/// A pod's address and readiness, for either output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodAddress {
     /// The address (`ip`, `hostname`, `nodeName`, `targetRef`).
     pub address: EndpointAddress,
-    /// `true` for `addresses`, `false` for `notReadyAddresses`.
+    /// Whether the pod receives traffic: `addresses` rather than `notReadyAddresses` in the
+    /// Endpoints, `conditions.ready` in a slice.
     pub ready: bool,
+    /// `conditions.serving` in a slice (the pod is Ready, whether or not it terminates);
+    /// unused by the Endpoints.
+    pub serving: bool,
+    /// `conditions.terminating` in a slice; unused by the Endpoints.
+    pub terminating: bool,
 }
 
 /// One (address, port) pair before packing into subsets.
@@ -50,10 +73,14 @@ pub struct Capped {
 /// you only adjust its result.
 ///
 /// The steps run in this order for a Service that exists, is not `ExternalName` and has a
-/// selector: [`select`](Policy::select) → per pod [`address`](Policy::address) and
-/// [`ports`](Policy::ports) → [`entries`](Policy::entries) → [`pack`](Policy::pack) →
-/// [`capacity`](Policy::capacity) → [`decide`](Policy::decide). [`validate`](Policy::validate)
-/// runs first, on every request.
+/// selector, once for the Endpoints and once per address type for the EndpointSlices (the
+/// [`Context`] says which): [`select`](Policy::select) → per pod
+/// [`address`](Policy::address) → [`addresses`](Policy::addresses) → per pod
+/// [`ports`](Policy::ports); then for the Endpoints [`entries`](Policy::entries) →
+/// [`pack`](Policy::pack) → [`capacity`](Policy::capacity) → [`decide`](Policy::decide), and
+/// for the slices upstream's slice reconciler ([`steps::slices`]).
+/// [`validate`](Policy::validate) runs first, on every request. An override of a shared hook
+/// changes both outputs.
 ///
 /// Which method to override:
 ///
@@ -61,7 +88,8 @@ pub struct Capped {
 /// |---|---|---|
 /// | leave pods out entirely | [`select`](Policy::select) | `guest/examples/node-allowlist` |
 /// | change whether a pod is ready | [`address`](Policy::address) | `guest/examples/drain-annotation` |
-/// | decide from all pods together | [`entries`](Policy::entries) | `guest/examples/panic-threshold` |
+/// | decide from all pods together | [`addresses`](Policy::addresses) | `guest/examples/panic-threshold` |
+/// | post-process the Endpoints only | [`entries`](Policy::entries) | |
 /// | reject a bad configuration | [`validate`](Policy::validate) | every example |
 ///
 /// A filter, in full:
@@ -120,25 +148,40 @@ pub trait Policy {
         Ok(())
     }
 
-    /// The pods that may appear in the Endpoints (spec §6): not terminal, with an IP, and not
-    /// terminating unless the Service publishes not-ready addresses.
+    /// The pods that may appear (spec §6, R2.4–R2.7): not terminal, with an IP; terminating
+    /// pods only in slices, or in the Endpoints when the Service publishes not-ready
+    /// addresses.
     fn select<'p>(&self, ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
         steps::select::eligible(ctx, pods)
     }
 
-    /// The pod's address and readiness (spec §7, §9), or `None` to leave the pod out.
+    /// The pod's address and readiness (spec §7, §9; R2.11–R2.18), or `None` to leave the
+    /// pod out (upstream: no IP of [`Context::family`]).
     fn address(&self, ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
         steps::address::for_pod(ctx, pod)
     }
 
-    /// The endpoint ports the pod serves (spec §5.7, §8). `None` in the list is a port-less
-    /// entry (headless Service without ports).
+    /// A last look at every pod's address together, before ports; upstream changes nothing.
+    /// Policies that need the whole picture (a panic threshold) work here, for both outputs.
+    fn addresses<'p>(
+        &self,
+        ctx: &Context<'_>,
+        addresses: Vec<(&'p Pod, PodAddress)>,
+    ) -> Vec<(&'p Pod, PodAddress)> {
+        let _ = ctx;
+        addresses
+    }
+
+    /// The endpoint ports the pod serves (spec §5.7, §8; R3). `None` in the list is a
+    /// port-less entry (headless Service without ports); a slice gets the `Some` ports only,
+    /// so a pod without any is kept there with `ports: []`.
     fn ports(&self, ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
         steps::ports::for_pod(ctx, pod)
     }
 
-    /// A last look at every (address, port) entry before packing; upstream changes nothing.
-    /// Policies that need the whole picture (a panic threshold) work here.
+    /// A last look at every (address, port) entry of the Endpoints before packing; upstream
+    /// changes nothing. Affects the Endpoints only; [`addresses`](Policy::addresses) affects
+    /// both outputs.
     fn entries(&self, ctx: &Context<'_>, entries: Vec<Entry>) -> Vec<Entry> {
         let _ = ctx;
         entries
@@ -157,7 +200,7 @@ pub trait Policy {
     }
 
     /// Compares with the current Endpoints and decides (spec §11, §12; weir's D1, D2).
-    fn decide(&self, ctx: &Context<'_>, desired: Capped) -> Decision {
+    fn decide(&self, ctx: &Context<'_>, desired: Capped) -> EndpointsDecision {
         steps::decide::decide(ctx, desired)
     }
 }
@@ -172,14 +215,25 @@ pub struct DefaultPolicy {}
 
 impl Policy for DefaultPolicy {}
 
-/// Runs `policy` on one request: the whole reconcile of one Service key (spec §5).
+/// Runs `policy` on one request: the whole reconcile of one Service key (spec §5), for the
+/// outputs the host manages.
 pub fn reconcile(policy: &impl Policy, request: &Request) -> Result<Decision, String> {
     policy
         .validate()
         .map_err(|e| format!("invalid policy configuration: {e}"))?;
+    let mut decision = Decision {
+        endpoints: EndpointsDecision::None,
+        slices: steps::slices::no_changes(),
+        errors: Vec::new(),
+        events: Vec::new(),
+    };
     let Some(service) = request.service.as_ref() else {
-        // Service gone: delete its Endpoints, whether or not any are cached (spec §5.2).
-        return Ok(Decision::Delete);
+        // Service gone: delete its Endpoints, whether or not any are cached (spec §5.2). Its
+        // slices go with it through their ownerReference (R1.20).
+        if request.manage.endpoints {
+            decision.endpoints = EndpointsDecision::Delete;
+        }
+        return Ok(decision);
     };
     if service.namespace != request.namespace || service.name != request.name {
         return Err(format!(
@@ -187,20 +241,38 @@ pub fn reconcile(policy: &impl Policy, request: &Request) -> Result<Decision, St
             request.namespace, request.name, service.namespace, service.name
         ));
     }
-    // ExternalName Services and Services without a selector are left alone (spec §5.3, §5.4).
+    // ExternalName Services and Services without a selector are left alone (spec §5.3, §5.4;
+    // R1.21, R1.22).
     if service.service_type == "ExternalName" || service.selector.is_none() {
-        return Ok(Decision::None);
+        return Ok(decision);
     }
+    if request.manage.endpoints {
+        decision.endpoints = endpoints(policy, request, service);
+    }
+    if request.manage.endpoint_slices {
+        let outcome = steps::slices::reconcile(policy, request, service);
+        decision.slices = outcome.changes;
+        decision.errors = outcome.errors;
+        decision.events = outcome.events;
+    }
+    Ok(decision)
+}
+
+/// The Endpoints decision (spec §5–§12).
+fn endpoints(policy: &impl Policy, request: &Request, service: &Service) -> EndpointsDecision {
     let ctx = Context {
         request,
         service,
         family: steps::address::primary_family(service),
+        output: Output::Endpoints,
     };
+    let pods = policy.select(&ctx, &request.pods);
+    let addresses: Vec<(&Pod, PodAddress)> = pods
+        .into_iter()
+        .filter_map(|pod| Some((pod, policy.address(&ctx, pod)?)))
+        .collect();
     let mut entries = Vec::new();
-    for pod in policy.select(&ctx, &request.pods) {
-        let Some(PodAddress { address, ready }) = policy.address(&ctx, pod) else {
-            continue;
-        };
+    for (pod, PodAddress { address, ready, .. }) in policy.addresses(&ctx, addresses) {
         let ports = policy.ports(&ctx, pod);
         let last = ports.len().saturating_sub(1);
         let mut address = Some(address);
@@ -223,5 +295,5 @@ pub fn reconcile(policy: &impl Policy, request: &Request) -> Result<Decision, St
     let entries = policy.entries(&ctx, entries);
     let subsets = policy.pack(&ctx, entries);
     let desired = policy.capacity(&ctx, subsets);
-    Ok(policy.decide(&ctx, desired))
+    policy.decide(&ctx, desired)
 }

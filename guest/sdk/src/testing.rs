@@ -17,7 +17,8 @@
 //! ```
 
 use crate::types::{
-    Decision, KeyValue, Pod, PodCondition, Request, Service, ServicePort, TargetPort,
+    Decision, EndpointsDecision, KeyValue, Outputs, Pod, PodCondition, Request, Service,
+    ServicePort, TargetPort,
 };
 
 /// A label, annotation or selector entry.
@@ -51,10 +52,13 @@ pub fn service() -> Service {
             app_protocol: None,
         }],
         publish_not_ready_addresses: false,
+        traffic_distribution: None,
+        deleting: false,
     }
 }
 
-/// A running pod `ns/<name>` (uid `<name>-uid`) labelled `app=web`, on `node-1`, with IP
+/// A running pod `ns/<name>` (uid `<name>-uid`) labelled `app=web`, on `node-1` (which
+/// exists, without a zone), with IP
 /// `ip`, whose `Ready` condition is `True` when `ready`.
 pub fn pod(name: &str, ip: &str, ready: bool) -> Pod {
     Pod {
@@ -75,12 +79,15 @@ pub fn pod(name: &str, ip: &str, ready: bool) -> Pod {
             last_transition_time: None,
         }],
         terminating: false,
+        node_exists: true,
+        zone: None,
         container_ports: vec![],
     }
 }
 
 /// A request to reconcile `service` with `pods` (taken as already selected), no stored
-/// Endpoints, no trigger time and no configuration.
+/// Endpoints or EndpointSlices, no trigger time and no configuration; both outputs managed,
+/// at most 100 endpoints per slice.
 pub fn request(service: Service, pods: Vec<Pod>) -> Request {
     Request {
         namespace: service.namespace.clone(),
@@ -90,6 +97,13 @@ pub fn request(service: Service, pods: Vec<Pod>) -> Request {
         current: None,
         trigger_time: None,
         config: String::new(),
+        endpoint_slices: Vec::new(),
+        max_endpoints_per_slice: crate::well_known::DEFAULT_MAX_ENDPOINTS_PER_SLICE,
+        zone_capacities: None,
+        manage: Outputs {
+            endpoints: true,
+            endpoint_slices: true,
+        },
     }
 }
 
@@ -104,9 +118,12 @@ pub struct Published {
     pub not_ready: Vec<String>,
 }
 
-/// The pods a `create` or `update` decision writes; empty for `none` and `delete`.
+/// The pods the Endpoints of a decision hold when it creates or updates them; empty for
+/// `none` and `delete`.
 pub fn published(decision: &Decision) -> Published {
-    let (Decision::Create(endpoints) | Decision::Update(endpoints)) = decision else {
+    let (EndpointsDecision::Create(endpoints) | EndpointsDecision::Update(endpoints)) =
+        &decision.endpoints
+    else {
         return Published::default();
     };
     let name = |a: &crate::types::EndpointAddress| {
@@ -139,7 +156,7 @@ mod tests {
             vec![pod("b", "10.0.0.2", false), pod("a", "10.0.0.1", true)],
         );
         let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
-        assert!(matches!(decision, Decision::Create(_)));
+        assert!(matches!(decision.endpoints, EndpointsDecision::Create(_)));
         assert_eq!(
             published(&decision),
             Published {
@@ -151,6 +168,10 @@ mod tests {
 
     #[test]
     fn nothing_published_for_delete() {
-        assert_eq!(published(&Decision::Delete), Published::default());
+        let mut req = request(service(), vec![pod("a", "10.0.0.1", true)]);
+        req.service = None;
+        let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        assert_eq!(decision.endpoints, EndpointsDecision::Delete);
+        assert_eq!(published(&decision), Published::default());
     }
 }

@@ -27,3 +27,25 @@ pub const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
 
 /// `spec.clusterIP` of a headless Service.
 pub const CLUSTER_IP_NONE: &str = "None";
+
+/// Label naming the Service an EndpointSlice belongs to (R1.2).
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// Label naming the controller that manages an EndpointSlice (R1.1).
+pub const SLICE_MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+
+/// Value of [`SLICE_MANAGED_BY_LABEL`] on the slices of upstream's EndpointSlice controller;
+/// weir writes the same, so it adopts correct slices without a write (R1.1).
+pub const SLICE_CONTROLLER_NAME: &str = "endpointslice-controller.k8s.io";
+
+/// Most endpoints per EndpointSlice when the host does not say (KCM's default, R1.8).
+pub const DEFAULT_MAX_ENDPOINTS_PER_SLICE: u32 = 100;
+
+/// Service annotation selecting topology-aware hints (R1.5).
+pub const TOPOLOGY_MODE_ANNOTATION: &str = "service.kubernetes.io/topology-mode";
+
+/// Deprecated form of [`TOPOLOGY_MODE_ANNOTATION`]; wins when present (R5.1).
+pub const TOPOLOGY_AWARE_HINTS_ANNOTATION: &str = "service.kubernetes.io/topology-aware-hints";
+
+/// Node label holding its zone (R1.6).
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";

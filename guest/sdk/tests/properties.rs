@@ -61,6 +61,8 @@ fn service_strategy() -> impl Strategy<Value = Service> {
                 ip_families: vec![if v6 { "IPv6" } else { "IPv4" }.into()],
                 ports,
                 publish_not_ready_addresses: publish,
+                traffic_distribution: None,
+                deleting: false,
             }
         })
 }
@@ -114,6 +116,8 @@ fn pod_strategy() -> impl Strategy<Value = Pod> {
                         }],
                     },
                     terminating,
+                    node_exists: true,
+                    zone: Some(format!("zone-{}", ip % 3)),
                     container_ports: ports
                         .into_iter()
                         .map(|(i, proto)| ContainerPort {
@@ -145,15 +149,43 @@ fn request_strategy() -> impl Strategy<Value = Request> {
                 current: None,
                 trigger_time: None,
                 config: String::new(),
+                endpoint_slices: vec![],
+                max_endpoints_per_slice: 3,
+                zone_capacities: None,
+                manage: Outputs {
+                    endpoints: true,
+                    endpoint_slices: true,
+                },
             }
         })
 }
 
 fn written(decision: &Decision) -> Option<Endpoints> {
-    match decision {
-        Decision::Create(e) | Decision::Update(e) => Some(e.clone()),
+    match &decision.endpoints {
+        EndpointsDecision::Create(e) | EndpointsDecision::Update(e) => Some(e.clone()),
         _ => None,
     }
+}
+
+/// The stored slices after a decision's slice changes are applied to `stored`, named and
+/// versioned as an API server would.
+fn apply_slices(stored: &[EndpointSlice], decision: &Decision, round: usize) -> Vec<EndpointSlice> {
+    let changes = &decision.slices;
+    let mut out: Vec<EndpointSlice> = stored
+        .iter()
+        .filter(|s| !changes.delete.contains(&s.name))
+        .filter(|s| changes.update.iter().all(|u| u.name != s.name))
+        .cloned()
+        .collect();
+    for (i, slice) in changes.create.iter().chain(&changes.update).enumerate() {
+        let mut slice = slice.clone();
+        if slice.name.is_empty() {
+            slice.name = format!("{}r{round}x{i}", slice.generate_name);
+        }
+        slice.resource_version = format!("{round}{i}");
+        out.push(slice);
+    }
+    out
 }
 
 proptest! {
@@ -164,7 +196,34 @@ proptest! {
         let first = reconcile(&DefaultPolicy {}, &request).unwrap();
         let mut shuffled = request.clone();
         shuffle(&mut shuffled.pods, seed);
-        prop_assert_eq!(reconcile(&DefaultPolicy {}, &shuffled).unwrap(), first);
+        // Endpoint placement in slices follows pod order (upstream's is arbitrary); the
+        // Endpoints object must not change at all.
+        prop_assert_eq!(reconcile(&DefaultPolicy {}, &shuffled).unwrap().endpoints, first.endpoints);
+    }
+
+    #[test]
+    fn feeding_written_slices_back_writes_nothing(request in request_strategy(), other in request_strategy(), seed in any::<u64>()) {
+        // Start from another request's slices, converge, then a second sync is a no-op
+        // (R4.28), whatever order the stored slices and their endpoints are in.
+        let first = reconcile(&DefaultPolicy {}, &other).unwrap();
+        let mut with_stored = request.clone();
+        with_stored.endpoint_slices = apply_slices(&[], &first, 0);
+        let second = reconcile(&DefaultPolicy {}, &with_stored).unwrap();
+        prop_assert!(second.errors.is_empty());
+        let mut stored = apply_slices(&with_stored.endpoint_slices, &second, 1);
+        shuffle(&mut stored, seed);
+        for (i, s) in stored.iter_mut().enumerate() {
+            shuffle(&mut s.endpoints, seed ^ i as u64);
+        }
+        let mut again = request.clone();
+        again.endpoint_slices = stored.clone();
+        let third = reconcile(&DefaultPolicy {}, &again).unwrap();
+        prop_assert!(third.slices.create.is_empty() && third.slices.update.is_empty() && third.slices.delete.is_empty(), "{:?}", third.slices);
+        // Every endpoint of a slice serves the slice's ports, no slice exceeds the maximum,
+        // and each address type has at least one slice.
+        for slice in &stored {
+            prop_assert!(slice.endpoints.len() <= 3);
+        }
     }
 
     #[test]
@@ -174,7 +233,7 @@ proptest! {
         stored.resource_version = "42".into();
         let mut again = request.clone();
         again.current = Some(stored.clone());
-        prop_assert_eq!(reconcile(&DefaultPolicy {}, &again).unwrap(), Decision::None);
+        prop_assert_eq!(reconcile(&DefaultPolicy {}, &again).unwrap().endpoints, EndpointsDecision::None);
 
         // The stored object in any order is still right (spec §18 D1).
         shuffle(&mut stored.subsets, seed);
@@ -183,7 +242,7 @@ proptest! {
             shuffle(&mut s.ports, seed.rotate_left(7) ^ i as u64);
         }
         again.current = Some(stored);
-        prop_assert_eq!(reconcile(&DefaultPolicy {}, &again).unwrap(), Decision::None);
+        prop_assert_eq!(reconcile(&DefaultPolicy {}, &again).unwrap().endpoints, EndpointsDecision::None);
     }
 
     #[test]

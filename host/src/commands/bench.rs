@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use weir::cases::{Case, compare, discover};
+use weir::cases::{Case, compare_outcome, discover};
 
 /// Time a guest on case files: min, median, p99 and max per call phase.
 ///
@@ -114,8 +114,8 @@ async fn bench(args: Args) -> ExitCode {
         };
         let pods = case.request().pods.len();
         // The first call doubles as the check that the case runs at all.
-        let action = match case.run(&guest).await {
-            Ok(action) => action,
+        let outcome = match case.run(&guest).await {
+            Ok(outcome) => outcome,
             Err(e) => {
                 failed += 1;
                 println!("\nFAIL {}: {e}", path.display());
@@ -125,7 +125,7 @@ async fn bench(args: Args) -> ExitCode {
         let mismatch = case
             .expect
             .as_ref()
-            .is_some_and(|e| !compare(e, &action).is_empty());
+            .is_some_and(|e| !compare_outcome(&case, e, &outcome).is_empty());
         for _ in 0..args.warmup {
             let _ = case.run_timed(&guest).await;
         }
@@ -153,7 +153,7 @@ async fn bench(args: Args) -> ExitCode {
         println!(
             "\n{} ({pods} pods selected): {}{}",
             path.display(),
-            action.name(),
+            outcome.action.name(),
             if mismatch {
                 " (differs from the case's expect; see `weir test`)"
             } else {

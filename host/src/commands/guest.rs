@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use weir::runtime::{DEFAULT_GUEST, Limits, LoadError, Runtime, WIT_PACKAGE, WORLD, digest};
+use weir::runtime::{DEFAULT_GUEST, Limits, LoadError, Runtime, WIT_PACKAGES, digest};
 
 /// Work with guest components.
 #[derive(clap::Args, Debug)]
@@ -24,8 +24,9 @@ enum Command {
         /// Where to write it; `-` writes to standard output.
         path: PathBuf,
     },
-    /// Describe a component: digest, size, the contract version it targets, whether this weir
-    /// can run it, and its imports and exports.
+    /// Describe a component: digest, size, the contract version and world it targets
+    /// (`weir:endpoints@0.2.0` for Endpoints and EndpointSlices, `@0.1.0` for Endpoints only),
+    /// whether this weir can run it, and its imports and exports.
     ///
     /// Exits 0 when this weir can load it as a guest, 1 when it is a component this weir
     /// cannot run (the reason is printed), 2 when the file cannot be read or is not a
@@ -121,13 +122,17 @@ fn info(path: &Path) -> anyhow::Result<ExitCode> {
         writeln!(out, "sha256:     {}", digest(&bytes))?;
         writeln!(out, "size:       {} bytes", bytes.len())?;
         let targets = match (&verdict, versions.is_empty()) {
-            (Ok(_), _) => format!("{WIT_PACKAGE} world {WORLD}"),
+            (Ok(guest), _) => guest.world().to_string(),
             (Err(_), false) => versions.join(", "),
             (Err(_), true) => "unknown (names no weir:endpoints interface)".into(),
         };
         writeln!(out, "targets:    {targets}")?;
         match &verdict {
-            Ok(_) => writeln!(out, "compatible: yes (this weir runs {WIT_PACKAGE})")?,
+            Ok(_) => writeln!(
+                out,
+                "compatible: yes (this weir runs {})",
+                WIT_PACKAGES.join(" and ")
+            )?,
             Err(e) => writeln!(out, "compatible: no: {e}")?,
         }
         writeln!(out, "imports:")?;

@@ -3,9 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use weir::cases::{Case, RunError, decision_json};
+use weir::cases::{Case, RunError, outcome_json};
 
-/// Run one case file and print `{"action": ..., "endpoints": ...}`.
+/// Run one case file and print the decision as JSON: `{"action": ..., "endpoints": ...,
+/// "endpointSlices": {"create": [...], "update": [...], "delete": ["name", ...]}, "errors":
+/// [...], "events": [...]}`, with full core/v1 and discovery.k8s.io/v1 objects.
+/// `endpointSlices` is null for a `weir:endpoints@0.1.0` guest, which computes Endpoints only.
 ///
 /// Exit codes: 0 decision printed; 1 the guest failed (error, trap, timeout, or a decision
 /// that breaks the contract); 2 bad input (unreadable or invalid case file, unloadable guest).
@@ -36,10 +39,17 @@ async fn reconcile(args: Args) -> ExitCode {
         Err(code) => return code,
     };
     match case.run(&guest).await {
-        Ok(action) => {
+        Ok(outcome) => {
+            if !outcome.world.has_slices() && case.outputs().endpoint_slices {
+                eprintln!(
+                    "weir: {}: the guest implements {} and computes Endpoints only; no EndpointSlices",
+                    args.case.display(),
+                    outcome.world.package()
+                );
+            }
             println!(
                 "{}",
-                serde_json::to_string_pretty(&decision_json(&action)).unwrap_or_default()
+                serde_json::to_string_pretty(&outcome_json(&outcome)).unwrap_or_default()
             );
             ExitCode::SUCCESS
         }

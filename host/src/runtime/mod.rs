@@ -4,6 +4,7 @@
 mod active;
 pub mod bindings;
 pub mod bindings_v0_2;
+pub mod convert;
 pub mod health;
 mod sandbox;
 
@@ -17,12 +18,45 @@ use wasmtime::{Cache, CacheConfig, Config, Engine, Store, Trap, UpdateDeadline};
 
 pub use active::{Active, ActiveGuest};
 use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
+use bindings_v0_2 as v2;
 use sandbox::CallState;
 
-/// The WIT package this host implements; guests must target this world version.
-pub const WIT_PACKAGE: &str = "weir:endpoints@0.1.0";
-/// The world a guest implements.
+/// The WIT packages this host implements, newest first; a guest targets one of them.
+pub const WIT_PACKAGES: [&str; 2] = ["weir:endpoints@0.2.0", "weir:endpoints@0.1.0"];
+/// The newest WIT package, the one new guests target.
+pub const WIT_PACKAGE: &str = WIT_PACKAGES[0];
+/// The world a guest implements (the same name in every version).
 pub const WORLD: &str = "endpoint-policy";
+
+/// The contract version a loaded guest speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum World {
+    /// `weir:endpoints@0.1.0`: Endpoints only.
+    V0_1,
+    /// `weir:endpoints@0.2.0`: Endpoints and EndpointSlices, plus `validate-config`.
+    V0_2,
+}
+
+impl World {
+    /// The package name and version, for example `weir:endpoints@0.2.0`.
+    pub fn package(self) -> &'static str {
+        match self {
+            World::V0_1 => WIT_PACKAGES[1],
+            World::V0_2 => WIT_PACKAGES[0],
+        }
+    }
+
+    /// Whether guests of this world compute EndpointSlices.
+    pub fn has_slices(self) -> bool {
+        self == World::V0_2
+    }
+}
+
+impl std::fmt::Display for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} world {WORLD}", self.package())
+    }
+}
 /// How often the epoch advances; deadlines are rounded up to whole ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
 
@@ -72,13 +106,13 @@ pub enum LoadError {
     #[error("not a valid WebAssembly component: {0}")]
     Compile(String),
     /// The component targets another version of the contract.
-    #[error("component targets {found}, but this weir supports {WIT_PACKAGE} only")]
+    #[error("component targets {found}, but this weir supports weir:endpoints@0.2.0 and weir:endpoints@0.1.0 only")]
     UnsupportedVersion {
         /// The `weir:endpoints` version the component imports or exports.
         found: String,
     },
     /// The component does not implement the `endpoint-policy` world.
-    #[error("component does not implement {WIT_PACKAGE} world {WORLD}: {0}")]
+    #[error("component does not implement world {WORLD} of weir:endpoints@0.2.0 or @0.1.0: {0}")]
     WrongWorld(String),
     /// The component could not be instantiated within the limits.
     #[error("component fails to instantiate: {0}")]
@@ -243,6 +277,11 @@ impl Runtime {
             |s| s,
         )
         .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        v2::EndpointPolicy::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
         let ticker = EpochTicker::start(&engine);
         Ok(Runtime {
             shared: Arc::new(Shared {
@@ -311,14 +350,17 @@ impl Runtime {
         component: Component,
         bytes: &[u8],
     ) -> Result<Guest, LoadError> {
-        check_world(self.engine(), &component)?;
+        let world = check_world(self.engine(), &component)?;
         let pre = self
             .shared
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-        let pre =
-            EndpointPolicyPre::new(pre).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        let wrong = |e: wasmtime::Error| LoadError::WrongWorld(format!("{e:#}"));
+        let pre = match world {
+            World::V0_1 => Pre::V0_1(EndpointPolicyPre::new(pre).map_err(wrong)?),
+            World::V0_2 => Pre::V0_2(v2::EndpointPolicyPre::new(pre).map_err(wrong)?),
+        };
         let guest = Guest {
             inner: Arc::new(GuestInner {
                 pre,
@@ -329,7 +371,10 @@ impl Runtime {
         };
         let (result, _) = self
             .sandboxed("weir/load-check", async |store, _| {
-                guest.inner.pre.instantiate_async(store).await.map(drop)
+                match &guest.inner.pre {
+                    Pre::V0_1(pre) => pre.instantiate_async(store).await.map(drop),
+                    Pre::V0_2(pre) => pre.instantiate_async(store).await.map(drop),
+                }
             })
             .await;
         result.map_err(|e| LoadError::Instantiate(e.to_string()))?;
@@ -392,21 +437,30 @@ impl Runtime {
     }
 }
 
-/// Refuses components that speak another version of the contract, with a message that says
-/// which; other mismatches are left to the linker's type check.
-fn check_world(engine: &Engine, component: &Component) -> Result<(), LoadError> {
+/// Which contract version the component speaks: 0.2.0 when it exports `validate-config`,
+/// else 0.1.0. Refuses components that name another version of the contract (or two), with
+/// a message that says which; other mismatches are left to the linker's type check.
+fn check_world(engine: &Engine, component: &Component) -> Result<World, LoadError> {
     let ty = component.component_type();
     let names = ty
         .imports(engine)
         .map(|(name, _)| name.to_string())
         .chain(ty.exports(engine).map(|(n, _)| n.to_string()));
+    let mut named: Vec<World> = Vec::new();
     for name in names {
         if let Some(rest) = name.strip_prefix("weir:endpoints/") {
             let version = rest.split_once('@').map(|(_, v)| v).unwrap_or("");
-            if version != "0.1.0" {
-                return Err(LoadError::UnsupportedVersion {
-                    found: format!("weir:endpoints@{version}"),
-                });
+            let world = match version {
+                "0.1.0" => World::V0_1,
+                "0.2.0" => World::V0_2,
+                _ => {
+                    return Err(LoadError::UnsupportedVersion {
+                        found: format!("weir:endpoints@{version}"),
+                    });
+                }
+            };
+            if !named.contains(&world) {
+                named.push(world);
             }
         }
     }
@@ -415,7 +469,19 @@ fn check_world(engine: &Engine, component: &Component) -> Result<(), LoadError> 
             "it exports no `reconcile` function".into(),
         ));
     }
-    Ok(())
+    let exported = if ty.exports(engine).any(|(name, _)| name == "validate-config") {
+        World::V0_2
+    } else {
+        World::V0_1
+    };
+    match named.iter().find(|w| **w != exported) {
+        Some(other) => Err(LoadError::WrongWorld(format!(
+            "it names {} but its exports are those of {}",
+            other.package(),
+            exported.package()
+        ))),
+        None => Ok(exported),
+    }
 }
 
 /// The SHA-256 of a component's bytes, as lowercase hex.
@@ -423,8 +489,14 @@ pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// A pre-instantiated guest of either world.
+enum Pre {
+    V0_1(EndpointPolicyPre<CallState>),
+    V0_2(v2::EndpointPolicyPre<CallState>),
+}
+
 struct GuestInner {
-    pre: EndpointPolicyPre<CallState>,
+    pre: Pre,
     runtime: Runtime,
     digest: String,
     size: usize,
@@ -462,16 +534,90 @@ impl Guest {
         self.inner.runtime.limits()
     }
 
+    /// The contract version the guest speaks.
+    pub fn world(&self) -> World {
+        match self.inner.pre {
+            Pre::V0_1(_) => World::V0_1,
+            Pre::V0_2(_) => World::V0_2,
+        }
+    }
+
     /// Reconciles one request in a fresh instance, within the deadline and memory cap.
     /// Needs a tokio runtime with timers (the deadline is a tokio timeout).
     pub async fn call(&self, request: &Request) -> Result<Decision, CallError> {
         self.call_timed(request).await.0
     }
 
-    /// Like [`Guest::call`], also reporting where the time went.
+    /// Like [`Guest::call`], also reporting where the time went. A 0.2.0 guest gets the
+    /// same request with only Endpoints managed, and its Endpoints decision is returned.
     pub async fn call_timed(&self, request: &Request) -> (Result<Decision, CallError>, CallTiming) {
+        match &self.inner.pre {
+            Pre::V0_1(pre) => self.reconcile_v0_1(pre, request).await,
+            Pre::V0_2(pre) => {
+                let request = convert::request_from_v0_1(request);
+                let (result, timing) = self.reconcile_v0_2(pre, &request).await;
+                (result.map(convert::decision_to_v0_1), timing)
+            }
+        }
+    }
+
+    /// Reconciles one 0.2.0 request (Endpoints and EndpointSlices) in a fresh instance,
+    /// within the deadline and memory cap. A 0.1.0 guest gets the Endpoints part of the
+    /// request, and its decision has no slice changes.
+    pub async fn call_v0_2(&self, request: &v2::Request) -> Result<v2::Decision, CallError> {
+        self.call_v0_2_timed(request).await.0
+    }
+
+    /// Like [`Guest::call_v0_2`], also reporting where the time went.
+    pub async fn call_v0_2_timed(
+        &self,
+        request: &v2::Request,
+    ) -> (Result<v2::Decision, CallError>, CallTiming) {
+        match &self.inner.pre {
+            Pre::V0_1(pre) => {
+                let request = convert::request_to_v0_1(request);
+                let (result, timing) = self.reconcile_v0_1(pre, &request).await;
+                (result.map(convert::decision_from_v0_1), timing)
+            }
+            Pre::V0_2(pre) => self.reconcile_v0_2(pre, request).await,
+        }
+    }
+
+    /// [`Guest::call_v0_2`] for code that is not async; see [`Guest::call_blocking`].
+    pub fn call_v0_2_blocking(&self, request: &v2::Request) -> Result<v2::Decision, CallError> {
+        blocking(self.call_v0_2(request))
+    }
+
+    /// Checks a policy configuration with the guest's `validate-config` (0.2.0) in a fresh
+    /// instance, under the same limits as a call. A 0.1.0 guest has no such export: its
+    /// configuration is only checked by each `reconcile`, so this accepts it.
+    pub async fn validate_config(&self, config: &str) -> Result<(), CallError> {
+        let Pre::V0_2(pre) = &self.inner.pre else {
+            return Ok(());
+        };
+        let (result, _) = self
+            .inner
+            .runtime
+            .sandboxed("weir/validate-config", async |store, instantiated| {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                *instantiated = Some(Instant::now());
+                instance.call_validate_config(&mut *store, config).await
+            })
+            .await;
+        result?.map_err(CallError::Guest)
+    }
+
+    /// [`Guest::validate_config`] for code that is not async.
+    pub fn validate_config_blocking(&self, config: &str) -> Result<(), CallError> {
+        blocking(self.validate_config(config))
+    }
+
+    async fn reconcile_v0_1(
+        &self,
+        pre: &EndpointPolicyPre<CallState>,
+        request: &Request,
+    ) -> (Result<Decision, CallError>, CallTiming) {
         let key = format!("{}/{}", request.namespace, request.name);
-        let pre = &self.inner.pre;
         let (result, timing) = self
             .inner
             .runtime
@@ -481,12 +627,25 @@ impl Guest {
                 instance.call_reconcile(&mut *store, request).await
             })
             .await;
-        let result = match result {
-            Ok(Ok(decision)) => Ok(decision),
-            Ok(Err(message)) => Err(CallError::Guest(message)),
-            Err(error) => Err(error),
-        };
-        (result, timing)
+        (result.and_then(|r| r.map_err(CallError::Guest)), timing)
+    }
+
+    async fn reconcile_v0_2(
+        &self,
+        pre: &v2::EndpointPolicyPre<CallState>,
+        request: &v2::Request,
+    ) -> (Result<v2::Decision, CallError>, CallTiming) {
+        let key = format!("{}/{}", request.namespace, request.name);
+        let (result, timing) = self
+            .inner
+            .runtime
+            .sandboxed(&key, async |store, instantiated| {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                *instantiated = Some(Instant::now());
+                instance.call_reconcile(&mut *store, request).await
+            })
+            .await;
+        (result.and_then(|r| r.map_err(CallError::Guest)), timing)
     }
 
     /// [`Guest::call`] for code that is not async (tests, tools). It blocks the calling

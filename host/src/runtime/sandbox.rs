@@ -171,6 +171,26 @@ impl WasiView for CallState {
 
 impl log::Host for CallState {
     fn write(&mut self, level: Level, message: String) {
+        self.log(level, message);
+    }
+}
+
+impl super::bindings_v0_2::weir::endpoints::log::Host for CallState {
+    fn write(&mut self, level: super::bindings_v0_2::Level, message: String) {
+        use super::bindings_v0_2::Level as L;
+        let level = match level {
+            L::Debug => Level::Debug,
+            L::Info => Level::Info,
+            L::Warn => Level::Warn,
+            L::Error => Level::Error,
+        };
+        self.log(level, message);
+    }
+}
+
+impl CallState {
+    /// Writes one guest log line, attributed to the key, within the per-call limits.
+    fn log(&mut self, level: Level, message: String) {
         self.log_lines += 1;
         if self.log_lines > MAX_LOG_LINES {
             return;
@@ -195,3 +215,4 @@ impl log::Host for CallState {
 
 /// The `types` interface has no functions; the generated trait is empty.
 impl super::bindings::weir::endpoints::types::Host for CallState {}
+impl super::bindings_v0_2::weir::endpoints::types::Host for CallState {}

@@ -345,10 +345,15 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
             pods: pods.clone(),
             endpoints: c.endpoints(&ns, &name),
             config: None,
+            nodes: None,
+            endpoint_slices: Vec::new(),
+            max_endpoints_per_slice: 100,
+            // The controller writes Endpoints only, so only they are compared.
+            manage: Some(vec![weir::cases::ManagedOutput::Endpoints]),
             expect: None,
         };
         assert_eq!(
-            case.run(&guest).await.unwrap(),
+            case.run(&guest).await.unwrap().action,
             Action::None,
             "{ns}/{name} differs from weir reconcile"
         );
@@ -356,7 +361,7 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
             endpoints: None,
             ..case
         };
-        let Action::Create(want) = fresh.run(&guest).await.unwrap() else {
+        let Action::Create(want) = fresh.run(&guest).await.unwrap().action else {
             panic!("create expected")
         };
         let got = c.endpoints(&ns, &name).unwrap();

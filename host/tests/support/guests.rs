@@ -22,6 +22,7 @@ pub const TEST_GUESTS: &[&str] = &[
     "sleep",
     "trap",
     "trap-on-label",
+    "v0-1-default",
     "wrong-name",
     "wrong-world",
 ];

@@ -15,12 +15,14 @@
 //! | `threshold` | `0.5` | panic when the ready share of the Service's pods is below this (0 to 1; 0 disables) |
 //!
 //! "The Service's pods" are those that would be published at all (after upstream's selection
-//! and address steps), counted once each however many ports they serve.
-
-use std::collections::BTreeSet;
+//! and address steps), counted once each however many ports they serve. The policy works on
+//! the shared `addresses` hook, so the Endpoints and the EndpointSlices (per address type)
+//! both panic; in a slice a panicking pod is `ready: true`, its `serving` condition still
+//! the pod's own readiness.
 
 use serde::Deserialize;
-use weir_policy::{Context, Entry, Policy};
+use weir_policy::types::Pod;
+use weir_policy::{Context, PodAddress, Policy};
 
 /// The policy and its configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -37,17 +39,10 @@ impl Default for PanicThreshold {
     }
 }
 
-/// Ready and total pod counts among the entries, each pod (IP and uid) counted once.
-pub fn ready_share(entries: &[Entry]) -> (usize, usize) {
-    let key = |e: &Entry| {
-        (
-            e.address.ip.clone(),
-            e.address.target_ref.as_ref().map(|r| r.uid.clone()),
-        )
-    };
-    let all: BTreeSet<_> = entries.iter().map(key).collect();
-    let ready: BTreeSet<_> = entries.iter().filter(|e| e.ready).map(key).collect();
-    (ready.len(), all.len())
+/// Ready and total pod counts among the addresses (one per pod).
+pub fn ready_share(addresses: &[(&Pod, PodAddress)]) -> (usize, usize) {
+    let ready = addresses.iter().filter(|(_, a)| a.ready).count();
+    (ready, addresses.len())
 }
 
 impl Policy for PanicThreshold {
@@ -62,8 +57,12 @@ impl Policy for PanicThreshold {
         Ok(())
     }
 
-    fn entries(&self, ctx: &Context<'_>, mut entries: Vec<Entry>) -> Vec<Entry> {
-        let (ready, total) = ready_share(&entries);
+    fn addresses<'p>(
+        &self,
+        ctx: &Context<'_>,
+        mut addresses: Vec<(&'p Pod, PodAddress)>,
+    ) -> Vec<(&'p Pod, PodAddress)> {
+        let (ready, total) = ready_share(&addresses);
         // Integer comparison (ready < threshold × total) avoids a division by zero for a
         // Service without pods, which never panics.
         if total > 0 && (ready as f64) < self.threshold * total as f64 {
@@ -71,11 +70,11 @@ impl Policy for PanicThreshold {
                 "{}/{}: only {ready} of {total} pods ready, below the panic threshold {}; publishing all as ready",
                 ctx.service.namespace, ctx.service.name, self.threshold
             ));
-            for entry in &mut entries {
-                entry.ready = true;
+            for (_, address) in &mut addresses {
+                address.ready = true;
             }
         }
-        entries
+        addresses
     }
 }
 

@@ -1,10 +1,10 @@
 //! A pod's address and readiness (spec §7, §9; upstream `podToEndpointAddressForService`,
 //! `ShouldSetHostname`, `IsPodReady`).
 
-use crate::Context;
 use crate::PodAddress;
 use crate::ip::{self, Family};
 use crate::types::{EndpointAddress, ObjectReference, Pod, Service};
+use crate::{Context, Output};
 
 /// The family a Service publishes: its first `ipFamilies` entry (spec §7.1). The API server
 /// always fills `ipFamilies` for Services with a selector; when it is empty anyway (an old
@@ -48,8 +48,10 @@ pub fn hostname(pod: &Pod, service: &Service) -> String {
     }
 }
 
-/// Upstream's address for `pod`, or `None` when it has no IP of the published family.
-/// Ready when the pod is ready or the Service publishes not-ready addresses (spec §9.1).
+/// Upstream's address for `pod`, or `None` when it has no IP of the family computed.
+/// Endpoints: ready when the pod is ready or the Service publishes not-ready addresses (spec
+/// §9.1). Slices: ready when published, or when the pod is ready and not terminating;
+/// serving when the pod is ready (R2.14).
 pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
     // A pod without an IP of the Service's family is left out (upstream logs it at V(2)).
     let ip = pod_ip(pod, ctx.family)?;
@@ -67,9 +69,17 @@ pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
             field_path: String::new(),
         }),
     };
+    let serving = is_ready(pod);
+    let publish = ctx.service.publish_not_ready_addresses;
+    let ready = match ctx.output {
+        Output::Endpoints => publish || serving,
+        Output::EndpointSlices => publish || (serving && !pod.terminating),
+    };
     Some(PodAddress {
         address,
-        ready: ctx.service.publish_not_ready_addresses || is_ready(pod),
+        ready,
+        serving,
+        terminating: pod.terminating,
     })
 }
 

@@ -4,7 +4,9 @@
 use crate::Context;
 use crate::policy::Capped;
 use crate::steps::pack::{count, port_key};
-use crate::types::{Decision, EndpointAddress, EndpointSubset, Endpoints, KeyValue, Service};
+use crate::types::{
+    EndpointAddress, EndpointSubset, Endpoints, EndpointsDecision, KeyValue, Service,
+};
 use crate::well_known::{
     CLUSTER_IP_NONE, CONTROLLER_NAME, HEADLESS_LABEL, LAST_CHANGE_TRIGGER_TIME_ANNOTATION,
     MANAGED_BY_LABEL, MAX_CAPACITY, OVER_CAPACITY_ANNOTATION, TRUNCATED,
@@ -129,7 +131,7 @@ pub fn capacity_correct(stored: &Endpoints, truncated: bool) -> bool {
 
 /// Upstream's decision: nothing when the stored object is already right (spec §11.4, D1, D2),
 /// else create or update with the object built as in spec §12.
-pub fn decide(ctx: &Context<'_>, desired: Capped) -> Decision {
+pub fn decide(ctx: &Context<'_>, desired: Capped) -> EndpointsDecision {
     let service = ctx.service;
     let current = ctx
         .request
@@ -141,7 +143,7 @@ pub fn decide(ctx: &Context<'_>, desired: Capped) -> Decision {
         && labels_correct(&stored.labels, service)
         && capacity_correct(stored, desired.truncated)
     {
-        return Decision::None;
+        return EndpointsDecision::None;
     }
     // Unrelated annotations of the stored object survive (spec §12.1, §12.3).
     let mut annotations = current.map(|c| c.annotations.clone()).unwrap_or_default();
@@ -166,9 +168,9 @@ pub fn decide(ctx: &Context<'_>, desired: Capped) -> Decision {
         subsets: desired.subsets,
     };
     if current.is_some() {
-        Decision::Update(endpoints)
+        EndpointsDecision::Update(endpoints)
     } else {
-        Decision::Create(endpoints)
+        EndpointsDecision::Create(endpoints)
     }
 }
 

@@ -1,4 +1,4 @@
-//! Upstream's endpoint sync, one step per module. Each is a plain function a [`Policy`]
+//! Upstream's endpoint sync and EndpointSlice reconciler ([`slices`]), one step per module. Each is a plain function a [`Policy`]
 //! (crate::Policy) calls by default and a custom policy may call from its own override.
 
 pub mod address;
@@ -7,6 +7,7 @@ pub mod decide;
 pub mod pack;
 pub mod ports;
 pub mod select;
+pub mod slices;
 
 #[cfg(test)]
 pub(crate) mod fixtures;

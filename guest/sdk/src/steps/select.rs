@@ -1,7 +1,7 @@
 //! Which pods may appear at all (spec §6, upstream `ShouldPodBeInEndpoints`).
 
-use crate::Context;
 use crate::types::Pod;
+use crate::{Context, Output};
 
 /// Whether `pod` may appear in the Endpoints of a Service with the given
 /// `publishNotReadyAddresses`: terminal pods never, pods without any IP never, terminating pods
@@ -17,9 +17,10 @@ pub fn is_eligible(pod: &Pod, publish_not_ready_addresses: bool) -> bool {
     !pod.terminating || publish_not_ready_addresses
 }
 
-/// The eligible pods of the request, in request order.
+/// The eligible pods of the request, in request order. Slices keep terminating pods whatever
+/// the Service publishes (R2.6); the Endpoints do not (spec §6).
 pub fn eligible<'p>(ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
-    let publish = ctx.service.publish_not_ready_addresses;
+    let publish = ctx.service.publish_not_ready_addresses || ctx.output == Output::EndpointSlices;
     pods.iter()
         .filter(|pod| is_eligible(pod, publish))
         .collect()

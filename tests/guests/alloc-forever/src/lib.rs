@@ -6,6 +6,10 @@ struct AllocForever;
 const CHUNK: usize = 1 << 20;
 
 impl weir_policy::bindings::Guest for AllocForever {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(
         request: weir_policy::types::Request,
     ) -> Result<weir_policy::types::Decision, String> {

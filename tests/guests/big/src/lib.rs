@@ -9,6 +9,10 @@ static PAD: [u8; 1_600_000] = [0xa5; 1_600_000];
 struct Big;
 
 impl weir_policy::bindings::Guest for Big {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(request: Request) -> Result<Decision, String> {
         // Reading through `black_box` keeps the whole array alive in the output.
         let pad = std::hint::black_box(&PAD);

@@ -3,6 +3,10 @@
 struct LoopForever;
 
 impl weir_policy::bindings::Guest for LoopForever {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(
         request: weir_policy::types::Request,
     ) -> Result<weir_policy::types::Decision, String> {

@@ -6,6 +6,10 @@ use weir_policy::types::{Decision, Request};
 struct Probe;
 
 impl weir_policy::bindings::Guest for Probe {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(_request: Request) -> Result<Decision, String> {
         let env: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
         let args: Vec<String> = std::env::args().collect();

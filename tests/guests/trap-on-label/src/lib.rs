@@ -9,6 +9,10 @@ const TRAP_LABEL: (&str, &str) = ("weir.test/trap", "true");
 struct TrapOnLabel;
 
 impl weir_policy::bindings::Guest for TrapOnLabel {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(request: Request) -> Result<Decision, String> {
         let marked = request.service.as_ref().is_some_and(|s| {
             s.labels

@@ -1,0 +1,245 @@
+//! When two endpoints are the same endpoint, and when two port lists are the same group
+//! (R3.6, R4.9, R4.10).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+
+use crate::types::{Endpoint, EndpointSlicePort};
+
+/// A port list's group key: its ports as a sorted set, absent fields distinct from empty ones
+/// (R3.6). An absent list groups with an empty one (R10.4: upstream's later behaviour, which
+/// avoids rewriting a headless Service's slice on every sync).
+pub type PortKey = Vec<PortSortKey>;
+
+/// One port of a [`PortKey`]: name, port, protocol, appProtocol.
+pub type PortSortKey = (Option<String>, Option<i32>, Option<String>, Option<String>);
+
+/// The sort key of one port.
+pub fn port_sort_key(port: &EndpointSlicePort) -> PortSortKey {
+    (
+        port.name.clone(),
+        port.port,
+        port.protocol.clone(),
+        port.app_protocol.clone(),
+    )
+}
+
+/// The group key of a stored or desired port list.
+pub fn port_key(ports: Option<&[EndpointSlicePort]>) -> PortKey {
+    let mut key: PortKey = ports
+        .unwrap_or_default()
+        .iter()
+        .map(port_sort_key)
+        .collect();
+    key.sort();
+    key.dedup();
+    key
+}
+
+/// Whether `a` and `b` are the same endpoint: same set of addresses, hostname (absent reads
+/// as empty), and pod namespace and name (R4.9).
+pub fn same_endpoint(a: &Endpoint, b: &Endpoint) -> bool {
+    fn target(e: &Endpoint) -> (&str, &str) {
+        e.target_ref
+            .as_ref()
+            .map(|r| (r.namespace.as_str(), r.name.as_str()))
+            .unwrap_or_default()
+    }
+    a.hostname.as_deref().unwrap_or("") == b.hostname.as_deref().unwrap_or("")
+        && target(a) == target(b)
+        && same_addresses(&a.addresses, &b.addresses)
+}
+
+fn same_addresses(a: &[String], b: &[String]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() <= 1 {
+        return a == b;
+    }
+    let mut a: Vec<&String> = a.iter().collect();
+    let mut b: Vec<&String> = b.iter().collect();
+    a.sort();
+    b.sort();
+    a == b
+}
+
+/// A hash of an endpoint's identity, consistent with [`same_endpoint`]: addresses are
+/// combined order-independently, so no sorted copy is needed.
+fn identity_hash(state: &RandomState, e: &Endpoint) -> u64 {
+    let mut hasher = state.build_hasher();
+    e.hostname.as_deref().unwrap_or("").hash(&mut hasher);
+    match &e.target_ref {
+        Some(r) => (r.namespace.as_str(), r.name.as_str()).hash(&mut hasher),
+        None => ("", "").hash(&mut hasher),
+    }
+    let mut addresses = 0u64;
+    for address in &e.addresses {
+        addresses = addresses.wrapping_add(state.hash_one(address));
+    }
+    (e.addresses.len(), addresses).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Whether `desired` and `stored`, the same endpoint, need no write: `nodeName`, `zone`, the
+/// three conditions and `targetRef` are equal, an absent value differing from a present one.
+/// Hints, hostname and address order are not compared (R4.10).
+pub fn endpoints_equal_beyond_identity(desired: &Endpoint, stored: &Endpoint) -> bool {
+    desired.node_name == stored.node_name
+        && desired.zone == stored.zone
+        && desired.conditions == stored.conditions
+        && desired.target_ref == stored.target_ref
+}
+
+/// The desired endpoints of one port group, in insertion order, found by identity without
+/// copying any key: a hash of each identity points at its position.
+#[derive(Debug, Default)]
+pub struct EndpointIndex {
+    state: RandomState,
+    endpoints: Vec<Option<Endpoint>>,
+    by_hash: HashMap<u64, usize>,
+    /// Positions whose hash collided with another identity's; searched one by one.
+    collided: Vec<usize>,
+}
+
+impl EndpointIndex {
+    /// Adds `endpoint`; one with the same identity is replaced in place (R2.9d).
+    pub fn insert(&mut self, endpoint: Endpoint) {
+        if let Some(i) = self.position(&endpoint) {
+            self.endpoints[i] = Some(endpoint);
+            return;
+        }
+        let hash = identity_hash(&self.state, &endpoint);
+        let i = self.endpoints.len();
+        self.endpoints.push(Some(endpoint));
+        match self.by_hash.entry(hash) {
+            std::collections::hash_map::Entry::Occupied(_) => self.collided.push(i),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(i);
+            }
+        }
+    }
+
+    fn position(&self, endpoint: &Endpoint) -> Option<usize> {
+        let hash = identity_hash(&self.state, endpoint);
+        let matches = |i: &usize| {
+            self.endpoints[*i]
+                .as_ref()
+                .is_some_and(|e| same_endpoint(e, endpoint))
+        };
+        self.by_hash
+            .get(&hash)
+            .copied()
+            .filter(matches)
+            .or_else(|| self.collided.iter().copied().find(matches))
+    }
+
+    /// Takes out the desired endpoint with `stored`'s identity, if one is left.
+    pub fn take(&mut self, stored: &Endpoint) -> Option<Endpoint> {
+        let i = self.position(stored)?;
+        self.endpoints[i].take()
+    }
+
+    /// The endpoints not taken, in insertion order.
+    pub fn into_remaining(self) -> Vec<Endpoint> {
+        self.endpoints.into_iter().flatten().collect()
+    }
+
+    /// How many endpoints are held and not taken.
+    pub fn len(&self) -> usize {
+        self.endpoints.iter().flatten().count()
+    }
+
+    /// Whether none is left.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{EndpointConditions, ObjectReference};
+
+    fn ep(ips: &[&str], name: &str) -> Endpoint {
+        Endpoint {
+            addresses: ips.iter().map(|s| s.to_string()).collect(),
+            conditions: EndpointConditions {
+                ready: Some(true),
+                serving: Some(true),
+                terminating: Some(false),
+            },
+            hostname: None,
+            target_ref: Some(ObjectReference {
+                kind: "Pod".into(),
+                namespace: "ns".into(),
+                name: name.into(),
+                uid: format!("{name}-uid"),
+                api_version: String::new(),
+                field_path: String::new(),
+            }),
+            node_name: None,
+            zone: None,
+            hints: None,
+        }
+    }
+
+    #[test]
+    fn identity_ignores_address_order_uid_and_conditions() {
+        let a = ep(&["10.0.0.1", "10.0.0.2"], "a");
+        let mut b = ep(&["10.0.0.2", "10.0.0.1"], "a");
+        b.target_ref.as_mut().unwrap().uid = "other".into();
+        b.conditions.ready = Some(false);
+        assert!(same_endpoint(&a, &b));
+        assert!(!endpoints_equal_beyond_identity(&a, &b));
+        let mut index = EndpointIndex::default();
+        index.insert(a);
+        assert!(index.take(&b).is_some());
+        assert!(index.take(&b).is_none(), "taken once");
+    }
+
+    #[test]
+    fn hostname_and_pod_name_are_identity() {
+        let a = ep(&["10.0.0.1"], "a");
+        let mut h = a.clone();
+        h.hostname = Some("h".into());
+        assert!(!same_endpoint(&a, &h));
+        assert!(!same_endpoint(&a, &ep(&["10.0.0.1"], "b")));
+        // Absent and empty hostnames are the same identity.
+        let mut empty = a.clone();
+        empty.hostname = Some(String::new());
+        assert!(same_endpoint(&a, &empty));
+    }
+
+    #[test]
+    fn later_insert_replaces_earlier_in_place() {
+        let mut index = EndpointIndex::default();
+        index.insert(ep(&["10.0.0.1"], "a"));
+        index.insert(ep(&["10.0.0.2"], "b"));
+        let mut again = ep(&["10.0.0.1"], "a");
+        again.node_name = Some("n".into());
+        index.insert(again);
+        let left = index.into_remaining();
+        assert_eq!(left.len(), 2);
+        assert_eq!(left[0].node_name.as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn absent_and_empty_port_lists_group_together_but_fields_do_not() {
+        assert_eq!(port_key(None), port_key(Some(&[])));
+        let named = EndpointSlicePort {
+            name: Some(String::new()),
+            port: Some(80),
+            protocol: Some("TCP".into()),
+            app_protocol: None,
+        };
+        let unnamed = EndpointSlicePort {
+            name: None,
+            ..named.clone()
+        };
+        assert_ne!(
+            port_key(Some(std::slice::from_ref(&named))),
+            port_key(Some(&[unnamed]))
+        );
+    }
+}

@@ -1,0 +1,421 @@
+//! The EndpointSlice output: upstream's EndpointSlice reconciler as steps (rules R1–R5 of
+//! `docs/upstream-endpointslices.md`).
+//!
+//! [`reconcile`] runs them for one Service: per address type it builds the desired endpoints
+//! grouped by port set from the policy's shared hooks ([`Policy::select`],
+//! [`Policy::address`], [`Policy::addresses`], [`Policy::ports`]), matches them against the
+//! stored slices the controller owns ([`plan_group`]), adds a placeholder when nothing else
+//! is left ([`placeholder`]), sets or strips hints ([`hints`]), and turns create+delete pairs
+//! into updates ([`finish`]).
+
+pub mod hints;
+pub mod identity;
+pub mod meta;
+
+use std::collections::HashMap;
+
+use crate::ip::Family;
+use crate::policy::{Context, Output, PodAddress, Policy};
+use crate::types::{
+    Endpoint, EndpointConditions, EndpointSlice, EndpointSlicePort, Pod, Request, Service,
+    ServiceEvent, SliceChanges,
+};
+use crate::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
+use identity::{EndpointIndex, PortKey, endpoints_equal_beyond_identity, port_key};
+pub use meta::{
+    address_type, address_types, desired_labels, is_considered, is_owned, new_slice,
+    owner_reference,
+};
+
+/// What the slice steps decided for one Service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceOutcome {
+    /// The writes.
+    pub changes: SliceChanges,
+    /// Problems that fail the sync after the writes (R2.10).
+    pub errors: Vec<String>,
+    /// Events for the Service (R5.15).
+    pub events: Vec<ServiceEvent>,
+}
+
+/// The slice changes planned for one address type, before recycling.
+#[derive(Debug, Default)]
+pub struct Plan<'a> {
+    /// New slices.
+    pub create: Vec<EndpointSlice>,
+    /// Rewritten stored slices.
+    pub update: Vec<EndpointSlice>,
+    /// Stored slices left as they are.
+    pub unchanged: Vec<&'a EndpointSlice>,
+    /// Stored slices to delete.
+    pub delete: Vec<&'a EndpointSlice>,
+}
+
+/// One desired port group: the port list every endpoint of it serves, and its endpoints.
+#[derive(Debug)]
+pub struct Group {
+    /// The ports, in the order they are written.
+    pub ports: Vec<EndpointSlicePort>,
+    key: PortKey,
+    endpoints: EndpointIndex,
+}
+
+/// The slice changes for the Service of `request` (which exists, is not ExternalName and has
+/// a selector).
+pub fn reconcile(policy: &impl Policy, request: &Request, service: &Service) -> SliceOutcome {
+    let mut outcome = SliceOutcome {
+        changes: no_changes(),
+        errors: Vec::new(),
+        events: Vec::new(),
+    };
+    let max = (request.max_endpoints_per_slice as usize).max(1);
+    // R1.30: only slices of this Service managed by this controller, not being deleted.
+    let considered: Vec<&EndpointSlice> = request
+        .endpoint_slices
+        .iter()
+        .filter(|s| is_considered(s, service))
+        .collect();
+    let families = address_types(service);
+    let mut outer_delete: Vec<&EndpointSlice> = considered
+        .iter()
+        .copied()
+        .filter(|s| !families.iter().any(|f| address_type(*f) == s.address_type))
+        .collect();
+    for family in families {
+        let ctx = Context {
+            request,
+            service,
+            family,
+            output: Output::EndpointSlices,
+        };
+        let existing: Vec<&EndpointSlice> = considered
+            .iter()
+            .copied()
+            .filter(|s| s.address_type == address_type(family))
+            .collect();
+        let groups = desired_groups(policy, &ctx, &mut outcome.errors);
+        let mut plan = plan_address_type(&ctx, &existing, groups, max);
+        hints::apply(&ctx, &mut plan, &mut outcome.events);
+        finish(&ctx, plan, &mut outcome.changes);
+    }
+    // R4.3: slices of address types the Service no longer has go last, never recycled.
+    outcome
+        .changes
+        .delete
+        .extend(outer_delete.drain(..).map(|s| s.name.clone()));
+    outcome
+}
+
+/// The desired endpoints of one address type, grouped by port set (R2.9–R2.20, R3). Pods on
+/// a missing Node are skipped with an error unless not-ready addresses are published (R2.10).
+pub fn desired_groups(
+    policy: &impl Policy,
+    ctx: &Context<'_>,
+    errors: &mut Vec<String>,
+) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    let publish = ctx.service.publish_not_ready_addresses;
+    let pods = policy.select(ctx, &ctx.request.pods);
+    let mut staged: Vec<(&Pod, PodAddress)> = Vec::with_capacity(pods.len());
+    let mut group_of: HashMap<&str, usize> = HashMap::with_capacity(pods.len());
+    for pod in pods {
+        let ports = slice_ports(policy, ctx, pod);
+        // R2.12: the group exists even if the pod contributes no endpoint to it.
+        let group = group_index(&mut groups, ports);
+        if !pod.node_exists && !publish {
+            errors.push(format!(
+                "skipping Pod {} for Service {}/{}: Node {} Not Found",
+                pod.name, ctx.service.namespace, ctx.service.name, pod.node_name
+            ));
+            continue;
+        }
+        if let Some(address) = policy.address(ctx, pod) {
+            group_of.insert(pod.name.as_str(), group);
+            staged.push((pod, address));
+        }
+    }
+    for (pod, address) in policy.addresses(ctx, staged) {
+        let group = match group_of.get(pod.name.as_str()) {
+            Some(&g) => g,
+            // A pod the `addresses` hook added: its group is computed now.
+            None => group_index(&mut groups, slice_ports(policy, ctx, pod)),
+        };
+        let endpoint = endpoint(pod, address);
+        groups[group].endpoints.insert(endpoint);
+    }
+    groups
+}
+
+/// The slice ports of `pod`: the policy's ports without the port-less marker (a headless
+/// Service without ports gives `[]`, R3.1), as upstream writes them (name and protocol always
+/// present, R3.3), sorted by their group key (R3.7).
+fn slice_ports(policy: &impl Policy, ctx: &Context<'_>, pod: &Pod) -> Vec<EndpointSlicePort> {
+    let mut ports: Vec<EndpointSlicePort> = policy
+        .ports(ctx, pod)
+        .into_iter()
+        .flatten()
+        .map(|p| EndpointSlicePort {
+            name: Some(p.name),
+            port: Some(p.port),
+            protocol: Some(p.protocol),
+            app_protocol: p.app_protocol,
+        })
+        .collect();
+    ports.sort_by_key(identity::port_sort_key);
+    ports.dedup();
+    ports
+}
+
+fn group_index(groups: &mut Vec<Group>, ports: Vec<EndpointSlicePort>) -> usize {
+    let key = port_key(Some(&ports));
+    if let Some(i) = groups.iter().position(|g| g.key == key) {
+        return i;
+    }
+    groups.push(Group {
+        ports,
+        key,
+        endpoints: EndpointIndex::default(),
+    });
+    groups.len() - 1
+}
+
+/// The endpoint upstream builds for `pod` from its address (R2.13–R2.20): `nodeName` and
+/// `hostname` only when non-empty, the Node's zone when known, no hints.
+pub fn endpoint(pod: &Pod, address: PodAddress) -> Endpoint {
+    let PodAddress {
+        address,
+        ready,
+        serving,
+        terminating,
+    } = address;
+    Endpoint {
+        addresses: vec![address.ip],
+        conditions: EndpointConditions {
+            ready: Some(ready),
+            serving: Some(serving),
+            terminating: Some(terminating),
+        },
+        hostname: Some(address.hostname).filter(|h| !h.is_empty()),
+        target_ref: address.target_ref,
+        node_name: address.node_name.filter(|n| !n.is_empty()),
+        zone: pod
+            .zone
+            .clone()
+            .filter(|z| pod.node_exists && !z.is_empty()),
+        hints: None,
+    }
+}
+
+/// Matches the desired groups of one address type against its stored slices (R4.4–R4.19).
+pub fn plan_address_type<'a>(
+    ctx: &Context<'_>,
+    existing: &[&'a EndpointSlice],
+    groups: Vec<Group>,
+    max: usize,
+) -> Plan<'a> {
+    let service = ctx.service;
+    let mut plan = Plan::default();
+    // R4.4: slices of another owner are deleted; owned ones are grouped by port set.
+    let mut by_key: Vec<(PortKey, Vec<&'a EndpointSlice>)> = Vec::new();
+    for &slice in existing {
+        if !is_owned(slice, service) {
+            plan.delete.push(slice);
+            continue;
+        }
+        let key = port_key(slice.ports.as_deref());
+        match by_key.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(slice),
+            None => by_key.push((key, vec![slice])),
+        }
+    }
+    for group in groups {
+        let stored = by_key
+            .iter()
+            .position(|(k, _)| *k == group.key)
+            .map(|i| by_key.swap_remove(i).1)
+            .unwrap_or_default();
+        plan_group(ctx, &stored, group, max, &mut plan);
+    }
+    // R4.7: groups no pod maps to any more.
+    for (_, slices) in by_key {
+        plan.delete.extend(slices);
+    }
+    // R4.15–R4.17: a placeholder when nothing else would be left.
+    if existing.len() == plan.delete.len() && plan.create.is_empty() {
+        let placeholder = new_slice(service, ctx.family, Vec::new());
+        if plan.delete.len() == 1 && meta::placeholder_equal(plan.delete[0], &placeholder) {
+            plan.unchanged.push(plan.delete.remove(0));
+        } else {
+            plan.create.push(placeholder);
+        }
+    }
+    plan
+}
+
+/// One port group against its stored slices (R4.8–R4.14): keep matching endpoints in place,
+/// fill slices being updated fullest first, then the unchanged slice that takes all the rest
+/// most tightly, then new slices.
+pub fn plan_group<'a>(
+    ctx: &Context<'_>,
+    stored: &[&'a EndpointSlice],
+    group: Group,
+    max: usize,
+    plan: &mut Plan<'a>,
+) {
+    let service = ctx.service;
+    let Group {
+        ports,
+        mut endpoints,
+        ..
+    } = group;
+    let mut updates: Vec<EndpointSlice> = Vec::new();
+    let mut unchanged: Vec<&'a EndpointSlice> = Vec::new();
+    for &slice in stored {
+        let mut kept: Vec<Endpoint> = Vec::with_capacity(slice.endpoints.len());
+        let mut changed = false;
+        for stored_endpoint in &slice.endpoints {
+            // R4.8a: the desired version takes the stored one's place; a second stored copy
+            // of the same endpoint finds nothing and is dropped.
+            if let Some(desired) = endpoints.take(stored_endpoint) {
+                changed |= !endpoints_equal_beyond_identity(&desired, stored_endpoint);
+                kept.push(desired);
+            }
+        }
+        let labels_differ = !meta::reserved_free_labels_equal(&slice.labels, &service.labels);
+        if changed || kept.len() != slice.endpoints.len() {
+            if kept.is_empty() {
+                plan.delete.push(slice);
+            } else {
+                let mut copy = slice.clone();
+                copy.labels = desired_labels(service);
+                copy.endpoints = kept;
+                updates.push(copy);
+            }
+        } else if labels_differ {
+            let mut copy = slice.clone();
+            copy.labels = desired_labels(service);
+            updates.push(copy);
+        } else {
+            unchanged.push(slice);
+        }
+    }
+    let mut remaining = endpoints.into_remaining();
+    // R4.12: slices already being written take endpoints first, fullest first.
+    if !remaining.is_empty() && !updates.is_empty() {
+        let mut order: Vec<usize> = (0..updates.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(updates[i].endpoints.len()));
+        for i in order {
+            let slice = &mut updates[i];
+            let room = max
+                .saturating_sub(slice.endpoints.len())
+                .min(remaining.len());
+            slice.endpoints.extend(remaining.drain(..room));
+            if remaining.is_empty() {
+                break;
+            }
+        }
+    }
+    // R4.13: the rest goes into the unchanged slice that takes all of it most tightly, else
+    // into new slices.
+    while !remaining.is_empty() {
+        let pick = if remaining.len() < max {
+            slice_to_fill(&unchanged, remaining.len(), max)
+        } else {
+            None
+        };
+        match pick {
+            Some(i) => {
+                let mut copy = unchanged.remove(i).clone();
+                copy.endpoints.append(&mut remaining);
+                updates.push(copy);
+            }
+            None => {
+                let mut slice = new_slice(service, ctx.family, ports.clone());
+                let take = max.min(remaining.len());
+                slice.endpoints = remaining.drain(..take).collect();
+                plan.create.push(slice);
+            }
+        }
+    }
+    plan.update.extend(updates);
+    plan.unchanged.extend(unchanged);
+}
+
+/// The unchanged slice that would be closest to full after taking all `count` endpoints, or
+/// `None` when none can take them all (R4.13a).
+fn slice_to_fill(unchanged: &[&EndpointSlice], count: usize, max: usize) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, slice) in unchanged.iter().enumerate() {
+        let Some(room) = max.checked_sub(count + slice.endpoints.len()) else {
+            continue;
+        };
+        if best.is_none_or(|(_, best_room)| room < best_room) {
+            best = Some((i, room));
+            if room == 0 {
+                break;
+            }
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// Turns the plan of one address type into writes (R4.21, R4.22, R4.27): creates are paired
+/// with deletes of owned slices into updates that reuse the deleted slice's name; a Service
+/// being deleted gets no creates; every written slice carries the trigger time.
+pub fn finish(ctx: &Context<'_>, plan: Plan<'_>, changes: &mut SliceChanges) {
+    let Plan {
+        mut create,
+        mut update,
+        delete,
+        ..
+    } = plan;
+    let mut kept_deletes = Vec::with_capacity(delete.len());
+    for slice in delete {
+        match (is_owned(slice, ctx.service), create.pop()) {
+            (true, Some(mut recycled)) => {
+                recycled.name = slice.name.clone();
+                // The stored version is the precondition, as for every update (upstream sends
+                // none here; a conflict is retried instead of overwriting a foreign edit).
+                recycled.resource_version = slice.resource_version.clone();
+                update.push(recycled);
+            }
+            (_, unused) => {
+                create.extend(unused);
+                kept_deletes.push(slice.name.clone());
+            }
+        }
+    }
+    if ctx.service.deleting {
+        // R4.22a: racing the garbage collector with new slices is pointless.
+        create.clear();
+    }
+    let trigger = ctx.request.trigger_time.as_deref();
+    for slice in create.iter_mut().chain(update.iter_mut()) {
+        crate::steps::decide::set(
+            &mut slice.annotations,
+            LAST_CHANGE_TRIGGER_TIME_ANNOTATION,
+            trigger,
+        );
+    }
+    changes.create.extend(create);
+    changes.update.extend(update);
+    changes.delete.extend(kept_deletes);
+}
+
+/// Slice changes that write nothing.
+pub fn no_changes() -> SliceChanges {
+    SliceChanges {
+        create: Vec::new(),
+        update: Vec::new(),
+        delete: Vec::new(),
+    }
+}
+
+/// The family an `addressType` names, if it is one the controller produces.
+pub fn family_of(address_type: &str) -> Option<Family> {
+    match address_type {
+        "IPv4" => Some(Family::V4),
+        "IPv6" => Some(Family::V6),
+        _ => None,
+    }
+}

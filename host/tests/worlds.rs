@@ -1,0 +1,118 @@
+//! Both contract versions: a `weir:endpoints@0.1.0` guest and a `@0.2.0` guest load, run
+//! through either call API, and replace each other in the active slot.
+
+mod support;
+
+use std::process::Command;
+
+use support::{request, scratch_dir, test_guest, test_guest_bytes};
+use weir::runtime::bindings::Decision;
+use weir::runtime::{ActiveGuest, CallError, Limits, Runtime, World, convert};
+
+fn runtime() -> Runtime {
+    Runtime::new(Limits::default()).expect("engine")
+}
+
+#[test]
+fn both_worlds_load_and_agree_on_the_endpoints() {
+    let runtime = runtime();
+    let v1 = runtime
+        .load(&test_guest_bytes("v0-1-default"))
+        .expect("0.1.0 guest");
+    let v2 = runtime.default_guest().expect("default guest");
+    assert_eq!(v1.world(), World::V0_1);
+    assert_eq!(v2.world(), World::V0_2);
+
+    let req = request("ns", "svc", 3, &[]);
+    let from_v1 = v1.call_blocking(&req).expect("0.1.0 call");
+    let from_v2 = v2.call_blocking(&req).expect("0.2.0 guest through the 0.1.0 API");
+    assert!(matches!(from_v1, Decision::Create(_)), "{from_v1:?}");
+    assert_eq!(from_v1, from_v2);
+
+    // Through the 0.2.0 API the 0.1.0 guest still decides the Endpoints, and no slices.
+    let mut req2 = convert::request_from_v0_1(&req);
+    req2.manage.endpoint_slices = true;
+    let d1 = v1
+        .call_v0_2_blocking(&req2)
+        .expect("0.1.0 guest through the 0.2.0 API");
+    let d2 = v2.call_v0_2_blocking(&req2).expect("0.2.0 call");
+    assert_eq!(d1.endpoints, d2.endpoints);
+    assert!(d1.slices.create.is_empty());
+    assert_eq!(d2.slices.create.len(), 1, "{:?}", d2.slices);
+}
+
+#[test]
+fn validate_config_runs_only_in_0_2_guests() {
+    let runtime = runtime();
+    let v2 = runtime.default_guest().expect("default guest");
+    v2.validate_config_blocking("").expect("empty config is the default");
+    match v2.validate_config_blocking(r#"{"unknown": 1}"#) {
+        Err(CallError::Guest(message)) => assert!(message.contains("unknown"), "{message}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let v1 = runtime
+        .load(&test_guest_bytes("v0-1-default"))
+        .expect("0.1.0 guest");
+    assert_eq!(v1.validate_config_blocking(r#"{"unknown": 1}"#), Ok(()));
+}
+
+#[test]
+fn swapping_between_worlds_keeps_serving() {
+    let runtime = runtime();
+    let v1 = runtime
+        .load(&test_guest_bytes("v0-1-default"))
+        .expect("0.1.0 guest");
+    let v2 = runtime.default_guest().expect("default guest");
+    let active = ActiveGuest::new(v2.clone());
+    let req = request("ns", "svc", 2, &[]);
+    let before = active.current().call_blocking(&req).expect("0.2.0");
+    let old = active.swap(v1);
+    assert_eq!(old.world(), World::V0_2);
+    assert_eq!(active.current().world(), World::V0_1);
+    assert_eq!(active.current().call_blocking(&req).expect("0.1.0"), before);
+    active.swap(v2);
+    assert_eq!(active.current().world(), World::V0_2);
+}
+
+#[test]
+fn a_0_1_guest_on_a_slice_case_says_it_cannot_compute_slices() {
+    let dir = scratch_dir("worlds-slice-case");
+    let case = dir.join("case.yaml");
+    std::fs::write(
+        &case,
+        r#"
+key: ns/foo
+service:
+  metadata: {name: foo, namespace: ns, uid: ns-foo}
+  spec: {selector: {app: foo}, clusterIP: 10.0.0.10, ipFamilies: [IPv4], ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]}
+expect:
+  endpointSlices:
+    creates: 1
+"#,
+    )
+    .unwrap();
+    let guest = test_guest("v0-1-default");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["test", "--guest"])
+        .arg(&guest)
+        .arg(&case)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("weir:endpoints@0.1.0 (Endpoints only)"),
+        "{stdout}"
+    );
+    // The default guest passes the same case.
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .arg("test")
+        .arg(&case)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
