@@ -50,8 +50,8 @@ pub fn exit_code_of(
 #[derive(clap::Args, Debug, Clone)]
 pub struct GuestArgs {
     /// The guest component (a `.wasm` built for wasm32-wasip2 implementing
-    /// `weir:endpoints@0.2.0`, Endpoints and EndpointSlices, or `@0.1.0`, Endpoints only). Default: the embedded upstream-compatible guest. Under
-    /// `weir run` the file is watched and a changed component is validated and swapped in
+    /// `weir:endpoints@0.2.0`, Endpoints and EndpointSlices, or `@0.1.0`, Endpoints only).
+    /// Default: the embedded upstream-compatible guest. Under `weir run` the file is watched and a changed component is validated and swapped in
     /// live; `configmap:NAMESPACE/NAME/KEY` reads (and watches) a ConfigMap key instead.
     #[arg(long, env = "WEIR_GUEST", value_name = "PATH")]
     pub guest: Option<PathBuf>,
