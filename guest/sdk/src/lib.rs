@@ -106,9 +106,9 @@ where
 /// Use it once, in the `cdylib` crate built for `wasm32-wasip2`. The type is the policy's
 /// configuration too: it implements `serde::Deserialize` and `Default`, and each request's
 /// `config` is parsed into it ([`parse_config`]: empty config gives `Default`, a config that
-/// does not fit is a clear error), then checked with [`Policy::validate`]. (A component of
-/// the older Endpoints-only contract, `weir:endpoints@0.1.0`, generates its own bindings and
-/// converts; `tests/guests/v0-1-default` shows how.)
+/// does not fit is a clear error), then checked with [`Policy::validate`]. (The SDK speaks
+/// 0.2.0 only; weir still runs components of the older Endpoints-only contract,
+/// `weir:endpoints@0.1.0`, such as `tests/guests/v0-1-default`.)
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {

@@ -106,7 +106,9 @@ pub enum LoadError {
     #[error("not a valid WebAssembly component: {0}")]
     Compile(String),
     /// The component targets another version of the contract.
-    #[error("component targets {found}, but this weir supports weir:endpoints@0.2.0 and weir:endpoints@0.1.0 only")]
+    #[error(
+        "component targets {found}, but this weir supports weir:endpoints@0.2.0 and weir:endpoints@0.1.0 only"
+    )]
     UnsupportedVersion {
         /// The `weir:endpoints` version the component imports or exports.
         found: String,
@@ -370,11 +372,9 @@ impl Runtime {
             }),
         };
         let (result, _) = self
-            .sandboxed("weir/load-check", async |store, _| {
-                match &guest.inner.pre {
-                    Pre::V0_1(pre) => pre.instantiate_async(store).await.map(drop),
-                    Pre::V0_2(pre) => pre.instantiate_async(store).await.map(drop),
-                }
+            .sandboxed("weir/load-check", async |store, _| match &guest.inner.pre {
+                Pre::V0_1(pre) => pre.instantiate_async(store).await.map(drop),
+                Pre::V0_2(pre) => pre.instantiate_async(store).await.map(drop),
             })
             .await;
         result.map_err(|e| LoadError::Instantiate(e.to_string()))?;
@@ -438,8 +438,8 @@ impl Runtime {
 }
 
 /// Which contract version the component speaks: 0.2.0 when it exports `validate-config`,
-/// else 0.1.0. Refuses components that name another version of the contract (or two), with
-/// a message that says which; other mismatches are left to the linker's type check.
+/// else 0.1.0. Refuses components that name another version of the contract, with a
+/// message that says which; other mismatches are left to the linker's type check.
 fn check_world(engine: &Engine, component: &Component) -> Result<World, LoadError> {
     let ty = component.component_type();
     let names = ty
@@ -469,19 +469,25 @@ fn check_world(engine: &Engine, component: &Component) -> Result<World, LoadErro
             "it exports no `reconcile` function".into(),
         ));
     }
-    let exported = if ty.exports(engine).any(|(name, _)| name == "validate-config") {
+    let exported = if ty
+        .exports(engine)
+        .any(|(name, _)| name == "validate-config")
+    {
         World::V0_2
     } else {
         World::V0_1
     };
-    match named.iter().find(|w| **w != exported) {
-        Some(other) => Err(LoadError::WrongWorld(format!(
+    // A component may name both versions: a 0.1.0 guest built with the SDK also carries
+    // the 0.2.0 `types` interface (types only). Its exports decide; the linker checks the
+    // rest.
+    if named.len() == 1 && named[0] != exported {
+        return Err(LoadError::WrongWorld(format!(
             "it names {} but its exports are those of {}",
-            other.package(),
+            named[0].package(),
             exported.package()
-        ))),
-        None => Ok(exported),
+        )));
     }
+    Ok(exported)
 }
 
 /// The SHA-256 of a component's bytes, as lowercase hex.

@@ -18,6 +18,10 @@ fn marked(request: &Request) -> bool {
 struct ClockSpin;
 
 impl weir_policy::bindings::Guest for ClockSpin {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(request: Request) -> Result<Decision, String> {
         if marked(&request) {
             let started = std::time::Instant::now();

@@ -18,6 +18,10 @@ fn marked(request: &Request) -> bool {
 struct PollTimer;
 
 impl weir_policy::bindings::Guest for PollTimer {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(request: Request) -> Result<Decision, String> {
         if marked(&request) {
             let hour = wasip2::clocks::monotonic_clock::subscribe_duration(3_600_000_000_000);

@@ -19,6 +19,10 @@ fn marked(request: &Request) -> bool {
 struct Sleep;
 
 impl weir_policy::bindings::Guest for Sleep {
+    fn validate_config(_config: String) -> Result<(), String> {
+        Ok(())
+    }
+
     fn reconcile(request: Request) -> Result<Decision, String> {
         if marked(&request) {
             let mut naps = 0u64;
