@@ -9,6 +9,7 @@
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
 //! - [`trigger_time`] computes the last-change-trigger-time annotation.
 //! - [`view_slices`] does the same for EndpointSlices, Nodes and the 0.2.0 request.
+//! - [`metrics`] holds every Prometheus metric, registered once and passed down.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
 //!
 //! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
@@ -16,6 +17,8 @@
 pub mod admin;
 pub mod cases;
 pub mod controller;
+pub mod logging;
+pub mod metrics;
 pub mod queue;
 pub mod reconcile;
 pub mod runtime;

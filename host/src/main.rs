@@ -14,8 +14,20 @@ use clap::{Parser, Subcommand};
 #[command(name = "weir", version, propagate_version = true)]
 struct Cli {
     /// Log filter, in tracing's EnvFilter syntax (for example `info,weir::guest=debug`).
-    #[arg(long, global = true, env = "WEIR_LOG", default_value = "info")]
-    log: String,
+    /// Default: `RUST_LOG` when set, else `info`.
+    #[arg(long, global = true, env = "WEIR_LOG", value_name = "FILTER")]
+    log: Option<String>,
+
+    /// Log line format: `text` for people, `json` for log pipelines (one object per line with
+    /// `ts`, `level`, `msg`, `target` and the event's fields, such as `key`).
+    #[arg(
+        long,
+        global = true,
+        env = "WEIR_LOG_FORMAT",
+        value_enum,
+        default_value_t
+    )]
+    log_format: weir::logging::LogFormat,
 
     #[command(subcommand)]
     command: Command,
@@ -42,17 +54,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
-        eprintln!(
-            "weir: --log {:?} is not a valid filter ({e}); using `info`",
-            cli.log
-        );
-        tracing_subscriber::EnvFilter::new("info")
-    });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    weir::logging::init(cli.log.as_deref(), cli.log_format);
     match cli.command {
         Command::Run(args) => commands::run::run(*args),
         Command::Demo(args) => commands::demo::run(args),

@@ -54,6 +54,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::metrics::QueueMetrics;
+
 /// Failed retries after which the controller drops a key (upstream
 /// endpoints controller's `maxRetries`).
 pub const DEFAULT_MAX_RETRIES: u32 = 15;
@@ -175,8 +177,13 @@ impl<K: QueueKey> WorkQueue<K> {
     /// task; outside one the task is spawned by the first delayed add or
     /// `get` that runs inside a runtime.
     pub fn new(config: RateLimiterConfig) -> Self {
+        Self::with_metrics(config, QueueMetrics::default())
+    }
+
+    /// Like [`new`](Self::new), reporting to `metrics` (client-go's workqueue metrics).
+    pub fn with_metrics(config: RateLimiterConfig, metrics: QueueMetrics) -> Self {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::new(config)),
+            state: Mutex::new(State::new(config, metrics)),
             ready: Notify::new(),
             timer: Notify::new(),
             drained: Notify::new(),
@@ -339,6 +346,19 @@ impl<K: QueueKey> WorkQueue<K> {
     /// [`shut_down_with_drain`](Self::shut_down_with_drain) was called.
     pub fn is_shutting_down(&self) -> bool {
         self.owner.shared.lock().shutting_down
+    }
+
+    /// Sets the in-flight gauges (`workqueue_unfinished_work_seconds`,
+    /// `workqueue_longest_running_processor_seconds`) from the keys being processed now;
+    /// call before a scrape.
+    pub fn update_unfinished_work(&self) {
+        let st = self.owner.shared.lock();
+        let now = Instant::now();
+        st.metrics.set_in_flight(
+            st.processing
+                .values()
+                .map(|&started| now.saturating_duration_since(started)),
+        );
     }
 
     /// A snapshot of the queue's counters.
@@ -507,6 +527,8 @@ struct State<K> {
     draining: bool,
     /// Counters only; gauges are filled in by `WorkQueue::stats`.
     stats: QueueStats,
+    /// The exported metrics (updated along with `stats`).
+    metrics: QueueMetrics,
 }
 
 impl<K> State<K> {
@@ -524,7 +546,7 @@ impl<K> State<K> {
 }
 
 impl<K: QueueKey> State<K> {
-    fn new(config: RateLimiterConfig) -> Self {
+    fn new(config: RateLimiterConfig, metrics: QueueMetrics) -> Self {
         Self {
             queue: VecDeque::new(),
             dirty: HashMap::new(),
@@ -536,7 +558,14 @@ impl<K: QueueKey> State<K> {
             shutting_down: false,
             draining: false,
             stats: QueueStats::default(),
+            metrics,
         }
+    }
+
+    fn set_depth(&self) {
+        self.metrics
+            .depth
+            .set(i64::try_from(self.queue.len()).unwrap_or(i64::MAX));
     }
 
     /// Returns whether `key` was pushed onto the ready queue.
@@ -545,6 +574,7 @@ impl<K: QueueKey> State<K> {
             return false;
         }
         self.stats.adds_total = self.stats.adds_total.saturating_add(1);
+        self.metrics.adds.inc();
         if self.processing.contains_key(&key) {
             // `done` will queue it; queuing now would hand it to a second
             // worker.
@@ -553,6 +583,7 @@ impl<K: QueueKey> State<K> {
         }
         self.dirty.insert(key.clone(), now);
         self.queue.push_back(key);
+        self.set_depth();
         true
     }
 
@@ -595,6 +626,7 @@ impl<K: QueueKey> State<K> {
 
     fn add_rate_limited(&mut self, key: K, now: Instant) -> (Duration, Wake) {
         self.stats.retries_total = self.stats.retries_total.saturating_add(1);
+        self.metrics.retries.inc();
         let delay = self.limiter.when(&key, now);
         (delay, self.add_after(key, delay, now))
     }
@@ -634,6 +666,10 @@ impl<K: QueueKey> State<K> {
         }
         if let Some(key) = self.queue.pop_front() {
             let queued = self.dirty.remove(&key).unwrap_or(now);
+            self.set_depth();
+            self.metrics
+                .queue_duration
+                .observe(now.saturating_duration_since(queued).as_secs_f64());
             self.stats.gets_total = self.stats.gets_total.saturating_add(1);
             self.stats.queue_latency_total = self
                 .stats
@@ -655,6 +691,9 @@ impl<K: QueueKey> State<K> {
             return (false, false);
         };
         self.stats.dones_total = self.stats.dones_total.saturating_add(1);
+        self.metrics
+            .work_duration
+            .observe(now.saturating_duration_since(started).as_secs_f64());
         self.stats.work_duration_total = self
             .stats
             .work_duration_total
@@ -663,6 +702,7 @@ impl<K: QueueKey> State<K> {
         let requeued = self.dirty.contains_key(key);
         if requeued {
             self.queue.push_back(key.clone());
+            self.set_depth();
         }
         (requeued, self.drain_complete())
     }

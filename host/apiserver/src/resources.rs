@@ -46,8 +46,10 @@ pub(crate) const LEASES: usize = 5;
 pub(crate) const ENDPOINTSLICES: usize = 6;
 pub(crate) const CONFIGMAPS: usize = 7;
 pub(crate) const NODES: usize = 8;
+/// `events.k8s.io/v1` Events (what kube's event `Recorder` writes).
+pub(crate) const EVENTS_V1: usize = 9;
 
-pub(crate) static RESOURCES: [ResourceDef; 9] = [
+pub(crate) static RESOURCES: [ResourceDef; 10] = [
     ResourceDef {
         name: "namespaces",
         singular: "namespace",
@@ -165,6 +167,19 @@ pub(crate) static RESOURCES: [ResourceDef; 9] = [
         generation: false,
         categories: &[],
     },
+    ResourceDef {
+        name: "events",
+        singular: "event",
+        kind: "Event",
+        group: "events.k8s.io",
+        version: "v1",
+        namespaced: true,
+        short_names: &[],
+        status_sub: false,
+        create_on_update: true,
+        generation: false,
+        categories: &[],
+    },
 ];
 
 /// Finds a resource by group and plural name.
@@ -207,6 +222,10 @@ macro_rules! with_type {
             }
             $crate::resources::NODES => {
                 type $T = k8s_openapi::api::core::v1::Node;
+                $body
+            }
+            $crate::resources::EVENTS_V1 => {
+                type $T = k8s_openapi::api::events::v1::Event;
                 $body
             }
             _ => {
@@ -631,7 +650,7 @@ pub(crate) fn columns(r: usize) -> Vec<(&'static str, &'static str, &'static str
             ("Endpoints", "string", "", 0),
             ("Age", "string", "", 0),
         ],
-        EVENTS => vec![
+        EVENTS | EVENTS_V1 => vec![
             ("Last Seen", "string", "", 0),
             ("Type", "string", "", 0),
             ("Reason", "string", "", 0),
@@ -825,22 +844,31 @@ pub(crate) fn cells(r: usize, v: &Value) -> Vec<Value> {
             }
             vec![name, json!(join_limited(eps, 3)), age]
         }
-        EVENTS => {
-            let last = v["lastTimestamp"]
-                .as_str()
+        // core/v1 and events.k8s.io/v1 name the same columns differently.
+        EVENTS | EVENTS_V1 => {
+            let (last_seen, object, message) = if r == EVENTS {
+                (v["lastTimestamp"].as_str(), "involvedObject", "message")
+            } else {
+                (
+                    v["series"]["lastObservedTime"].as_str(),
+                    "regarding",
+                    "note",
+                )
+            };
+            let last = last_seen
                 .or(v["eventTime"].as_str())
                 .or(meta["creationTimestamp"].as_str());
-            let io = &v["involvedObject"];
+            let object = &v[object];
             vec![
                 json!(util::human_age(last)),
                 json!(s(&v["type"])),
                 json!(s(&v["reason"])),
                 json!(format!(
                     "{}/{}",
-                    s(&io["kind"]).to_lowercase(),
-                    s(&io["name"])
+                    s(&object["kind"]).to_lowercase(),
+                    s(&object["name"])
                 )),
-                json!(s(&v["message"])),
+                json!(s(&v[message])),
             ]
         }
         LEASES => {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::resources::{EVENTS, NAMESPACES, NODES, PODS, SERVICES};
+use crate::resources::{EVENTS, EVENTS_V1, NAMESPACES, NODES, PODS, SERVICES};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Op {
@@ -218,6 +218,15 @@ fn supported_fields(r: usize) -> &'static [&'static str] {
             "reason",
             "reportingComponent",
             "source",
+            "type",
+        ],
+        EVENTS_V1 => &[
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "reason",
+            "reportingController",
             "type",
         ],
         NAMESPACES => &["status.phase"],

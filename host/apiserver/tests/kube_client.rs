@@ -781,7 +781,10 @@ async fn http_surface() {
         .iter()
         .map(|g| g["name"].as_str().unwrap())
         .collect();
-    assert_eq!(groups, vec!["coordination.k8s.io", "discovery.k8s.io"]);
+    assert_eq!(
+        groups,
+        vec!["coordination.k8s.io", "discovery.k8s.io", "events.k8s.io"]
+    );
     assert_eq!(client.request_text(get("/readyz")).await.unwrap(), "ok");
     let version = client.apiserver_version().await.unwrap();
     assert_eq!(version.major, "1");

@@ -320,6 +320,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         config.shadow = Some(shadow);
     }
 
+    let metrics = config.metrics.clone();
     let controller = Controller::new(client.clone(), ActiveGuest::new(guest), config);
     let handle = controller.handle();
     let swapper = Swapper::new(runtime, handle.clone(), swap_config);
@@ -352,6 +353,8 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot serve --admin-addr {}", args.admin_addr))?;
     tracing::info!(%admin_addr, "admin endpoint: /healthz /readyz /metrics /guest");
+    // Without leader election this replica is the only writer, so it reports itself leader.
+    metrics.set_leader("weir", true);
     controller.run(shutdown).await;
     tracing::info!("stopped");
     Ok(())

@@ -15,7 +15,7 @@ pub mod writer;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1 as core;
@@ -23,6 +23,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::{Api, Client, Resource};
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::{Metrics, ResultLabel, WriteLabels};
 use crate::queue::{RateLimiterConfig, Retry, WorkQueue};
 use crate::runtime::ActiveGuest;
 use crate::runtime::health::CallHealth;
@@ -63,6 +64,8 @@ pub struct Config {
     /// Not ready once no list or watch has succeeded for this long. The API server's
     /// resourceVersion is checked every quarter of it (at most every 10 s).
     pub readyz_api_timeout: Duration,
+    /// Where the controller counts (shared with the admin endpoint and hot swap).
+    pub metrics: Arc<Metrics>,
 }
 
 /// Which objects weir writes for each Service (`--manage`), from one guest decision.
@@ -104,23 +107,9 @@ impl Default for Config {
             outputs: Outputs::default(),
             resync_period: Duration::from_secs(12 * 3600),
             readyz_api_timeout: Duration::from_secs(60),
+            metrics: Arc::default(),
         }
     }
-}
-
-/// Counters of what the controller did, for logs, the admin endpoint and tests.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Syncs finished, successful or not.
-    pub syncs: AtomicU64,
-    /// Creates, updates and deletes issued (or printed in a dry run).
-    pub writes: AtomicU64,
-    /// Failed syncs.
-    pub errors: AtomicU64,
-    /// Failed syncs where the guest trapped, timed out or ran out of memory.
-    pub guest_faults: AtomicU64,
-    /// Keys dropped after too many retries.
-    pub dropped: AtomicU64,
 }
 
 /// A handle on a running controller, for the CLI, hot swap and tests.
@@ -132,8 +121,8 @@ pub struct Handle {
     pub queue: WorkQueue<String>,
     /// The active guest.
     pub guest: ActiveGuest,
-    /// Counters.
-    pub stats: Arc<Stats>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
     /// Guest call outcomes per digest.
     pub health: Arc<CallHealth>,
     /// The sync machinery (shadow counters live there).
@@ -219,16 +208,17 @@ impl Controller {
             health: health.clone(),
             shadow: config.shadow.clone(),
             shadow_config: config.shadow_config.clone(),
-            shadow_stats: Default::default(),
             outputs: config.outputs,
             slice_tracker: Default::default(),
-            slice_stats: Default::default(),
+            slice_stats: slice_sync::SliceStats::registered(&config.metrics),
+            metrics: config.metrics.clone(),
         });
+        config.metrics.set_guest(&guest.current());
         let handle = Handle {
             cache,
-            queue: WorkQueue::new(config.rate_limiter),
+            queue: WorkQueue::with_metrics(config.rate_limiter, config.metrics.queue("endpoint")),
             guest,
-            stats: Arc::new(Stats::default()),
+            metrics: config.metrics.clone(),
             health,
             syncer: syncer.clone(),
             api: Arc::new(ApiHealth::default()),
@@ -352,7 +342,11 @@ impl Controller {
 
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..self.config.workers.max(1) {
-            workers.spawn(worker(self.syncer.clone(), handle.clone()));
+            workers.spawn(worker(
+                self.syncer.clone(),
+                handle.clone(),
+                self.config.dry_run,
+            ));
         }
         informers.spawn(resync(handle.clone(), self.config.resync_period));
         shutdown.cancelled().await;
@@ -401,35 +395,57 @@ async fn resync(handle: Handle, period: Duration) {
     }
 }
 
-async fn worker(syncer: Arc<Syncer>, handle: Handle) {
+async fn worker(syncer: Arc<Syncer>, handle: Handle, dry_run: bool) {
+    let metrics = &handle.metrics;
     while let Some(k) = handle.queue.get().await {
+        let started = std::time::Instant::now();
         let result = syncer.sync(&k).await;
-        handle.stats.syncs.fetch_add(1, Ordering::Relaxed);
+        metrics
+            .sync_duration
+            .observe(started.elapsed().as_secs_f64());
+        let write = |action, result| {
+            metrics
+                .writes
+                .get_or_create(&WriteLabels { action, result })
+                .inc();
+        };
+        let sync_result = match &result {
+            Ok(_) => "success",
+            Err(SyncError::StaleCache(..)) => "stale",
+            Err(_) => "error",
+        };
+        metrics
+            .syncs
+            .get_or_create(&ResultLabel {
+                result: sync_result,
+            })
+            .inc();
         match result {
             Ok(outcome) => {
                 handle.queue.forget(&k);
                 if let Outcome::Written(action) = outcome {
-                    handle.stats.writes.fetch_add(1, Ordering::Relaxed);
+                    write(action, if dry_run { "dry_run" } else { "success" });
                     tracing::info!(key = %k, action, "endpoints written");
                 }
             }
-            Err(e) => record_failure(&handle, &k, &e),
+            Err(e) => {
+                if let SyncError::Write { action, .. } = &e {
+                    write(action, "error");
+                }
+                record_failure(&handle, &k, &e)
+            }
         }
         handle.queue.done(&k);
     }
 }
 
 fn record_failure(handle: &Handle, k: &str, e: &SyncError) {
-    handle.stats.errors.fetch_add(1, Ordering::Relaxed);
-    if e.is_guest_fault() {
-        handle.stats.guest_faults.fetch_add(1, Ordering::Relaxed);
-    }
     match handle.queue.retry_or_drop(k.to_string()) {
         Retry::Scheduled(delay) => {
             tracing::warn!(key = %k, error = %e, retry_in = ?delay, "sync failed")
         }
         Retry::Dropped { requeues } => {
-            handle.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            handle.metrics.keys_dropped.inc();
             tracing::error!(key = %k, error = %e, requeues, "dropping service out of the queue");
         }
     }

@@ -2,40 +2,53 @@
 //! writes after its decision passed validation (upstream rules R1.26, R4.22, R6).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::slice_tracker::is_managed;
 use super::sync::{SyncError, Syncer};
 use super::writer::{SliceWrite, is_namespace_terminating};
+use crate::metrics::Metrics;
 use crate::reconcile::slices::{Refusal, SlicePlan, SliceViolation};
+use prometheus_client::metrics::counter::Counter;
 
 /// Event reason for a slice write that failed (upstream's).
 pub const FAILED_TO_UPDATE: &str = "FailedToUpdateEndpointSlices";
 /// Event reason for a guest decision weir refused to write.
 pub const REFUSED: &str = "RefusedEndpointSliceDecision";
 
-/// Counters of the slice path.
-#[derive(Debug, Default)]
+/// Counters of the slice path: handles of [`Metrics`]' `weir_endpointslice_*` families.
+#[derive(Debug, Clone, Default)]
 pub struct SliceStats {
     /// Slices created.
-    pub creates: AtomicU64,
+    pub creates: Counter,
     /// Slices updated.
-    pub updates: AtomicU64,
+    pub updates: Counter,
     /// Slices deleted.
-    pub deletes: AtomicU64,
+    pub deletes: Counter,
     /// Syncs refused because the slice cache predates weir's own writes.
-    pub stale: AtomicU64,
+    pub stale: Counter,
     /// Guest slice decisions refused, per [`Refusal`] (in [`Refusal::ALL`] order).
-    pub refused: [AtomicU64; Refusal::ALL.len()],
+    pub refused: [Counter; Refusal::ALL.len()],
 }
 
 impl SliceStats {
+    /// The handles registered in `metrics`.
+    pub fn registered(metrics: &Metrics) -> Self {
+        let change = |operation| metrics.slice_change(operation);
+        SliceStats {
+            creates: change("create"),
+            updates: change("update"),
+            deletes: change("delete"),
+            stale: metrics.slice_stale_syncs.clone(),
+            refused: Refusal::ALL.map(|r| metrics.slice_refusal(r.as_str())),
+        }
+    }
+
     /// Refusals counted for `reason`.
     pub fn refused(&self, reason: Refusal) -> u64 {
         let i = Refusal::ALL.iter().position(|r| *r == reason).unwrap_or(0);
-        self.refused[i].load(Relaxed)
+        self.refused[i].get()
     }
 }
 
@@ -56,7 +69,7 @@ impl Syncer {
         stored: &[Arc<EndpointSlice>],
     ) -> Result<(), SyncError> {
         if self.slice_tracker.is_stale(key, considered(stored)) {
-            self.slice_stats.stale.fetch_add(1, Relaxed);
+            self.slice_stats.stale.inc();
             return Err(SyncError::StaleSlices(key.to_string()));
         }
         Ok(())
@@ -74,7 +87,7 @@ impl Syncer {
             .iter()
             .position(|r| *r == violation.reason)
             .unwrap_or(0);
-        self.slice_stats.refused[i].fetch_add(1, Relaxed);
+        self.slice_stats.refused[i].inc();
         self.events
             .warn(namespace, name, uid, REFUSED, &violation.to_string())
             .await;
@@ -134,7 +147,7 @@ impl Syncer {
                     if let Some(stored) = stored {
                         self.slice_tracker.written(key, &stored);
                     }
-                    self.slice_stats.creates.fetch_add(1, Relaxed);
+                    self.slice_stats.creates.inc();
                     *written += 1;
                 }
                 Err(e) if is_namespace_terminating(&e) => {
@@ -153,7 +166,7 @@ impl Syncer {
             if let Some(stored) = stored {
                 self.slice_tracker.written(key, &stored);
             }
-            self.slice_stats.updates.fetch_add(1, Relaxed);
+            self.slice_stats.updates.inc();
             *written += 1;
         }
         for delete in plan.delete {
@@ -165,7 +178,7 @@ impl Syncer {
             if deleted {
                 self.slice_tracker.deleted(key, &delete.uid);
             }
-            self.slice_stats.deletes.fetch_add(1, Relaxed);
+            self.slice_stats.deletes.inc();
             *written += 1;
         }
         Ok(())

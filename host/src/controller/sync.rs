@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::controller::cache::Cache;
 use crate::controller::writer::{EventRecorder, Writer, Written, is_namespace_terminating};
+use crate::metrics::{Metrics, ResultLabel};
 use crate::runtime::bindings as wit;
 use crate::runtime::health::CallHealth;
 use crate::runtime::{ActiveGuest, CallError, Guest};
@@ -149,25 +150,14 @@ pub struct Syncer {
     pub shadow: Option<Guest>,
     /// The shadow guest's own policy configuration; `None` gives it the active one's.
     pub shadow_config: Option<String>,
-    /// What the shadow guest did.
-    pub shadow_stats: ShadowStats,
+    /// Guest call and shadow metrics.
+    pub metrics: Arc<Metrics>,
     /// Which outputs weir writes, and how.
     pub outputs: super::Outputs,
     /// Stale-cache guard of the slice path.
     pub slice_tracker: super::slice_tracker::SliceTracker,
     /// Counters of the slice path.
     pub slice_stats: super::slice_sync::SliceStats,
-}
-
-/// Counters of shadow evaluation.
-#[derive(Debug, Default)]
-pub struct ShadowStats {
-    /// Syncs where both guests decided.
-    pub compared: std::sync::atomic::AtomicU64,
-    /// Of those, decisions that differ.
-    pub differed: std::sync::atomic::AtomicU64,
-    /// Syncs where the shadow guest failed (error, trap, invalid decision).
-    pub failed: std::sync::atomic::AtomicU64,
 }
 
 /// Whether two actions write the same thing (same action, same content in any order).
@@ -298,7 +288,9 @@ impl Syncer {
         let max_addresses = guest.limits().max_addresses;
         // Awaited on the worker: the call is a future bounded by its deadline whatever the
         // guest does (see `Runtime::sandboxed`), so no blocking thread is needed.
+        let started = std::time::Instant::now();
         let decision = guest.call(&request).await;
+        let took = started.elapsed();
         let shadow_decision = match &self.shadow {
             None => None,
             // The shadow may be a different policy, with a configuration of its own.
@@ -313,6 +305,7 @@ impl Syncer {
                 None => shadow.call(&request).await,
             }),
         };
+        self.metrics.guest_call_duration.observe(took.as_secs_f64());
         let action = decision.map_err(SyncError::from).and_then(|decision| {
             validate(namespace, name, &decision, stored.as_deref(), max_addresses)
                 .map_err(SyncError::from)
@@ -320,6 +313,20 @@ impl Syncer {
         // Rollback judges the guest by every call that gave no usable decision: traps and
         // timeouts, and also errors it returned and decisions validation refused.
         self.health.record(&digest, action.is_err());
+        let call_result = match &action {
+            Ok(_) => "ok",
+            Err(SyncError::Guest(CallError::Guest(_))) => "error",
+            Err(SyncError::Guest(CallError::Timeout(_))) => "timeout",
+            Err(SyncError::Guest(CallError::OutOfMemory(_))) => "out_of_memory",
+            Err(SyncError::Guest(CallError::Trap(_))) => "trap",
+            Err(_) => "invalid",
+        };
+        self.metrics
+            .guest_calls
+            .get_or_create(&ResultLabel {
+                result: call_result,
+            })
+            .inc();
         let action = action?;
         if let Some(shadow) = shadow_decision {
             self.compare_shadow(
@@ -348,19 +355,25 @@ impl Syncer {
         stored: Option<&k8s_openapi::api::core::v1::Endpoints>,
         max_addresses: usize,
     ) {
-        use std::sync::atomic::Ordering::Relaxed;
+        let count = |result| {
+            self.metrics
+                .shadow
+                .get_or_create(&ResultLabel { result })
+                .inc()
+        };
         let shadow = shadow.map_err(|e| e.to_string()).and_then(|d| {
             validate(namespace, name, &d, stored, max_addresses).map_err(|e| e.to_string())
         });
         match shadow {
             Err(error) => {
-                self.shadow_stats.failed.fetch_add(1, Relaxed);
+                count("failed");
                 tracing::debug!(%key, %error, "shadow guest failed");
             }
             Ok(shadow) => {
-                self.shadow_stats.compared.fetch_add(1, Relaxed);
-                if !same_action(active, &shadow) {
-                    self.shadow_stats.differed.fetch_add(1, Relaxed);
+                if same_action(active, &shadow) {
+                    count("same");
+                } else {
+                    count("different");
                     let render = |a: &Action| {
                         serde_json::to_value(crate::cases::decision_json(a)).unwrap_or_default()
                     };
@@ -478,7 +491,7 @@ mod tests {
             health: Arc::default(),
             shadow: None,
             shadow_config: None,
-            shadow_stats: ShadowStats::default(),
+            metrics: Arc::default(),
             outputs: crate::controller::Outputs::default(),
             slice_tracker: Default::default(),
             slice_stats: Default::default(),

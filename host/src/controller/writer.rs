@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 /// Where decisions go.
 #[derive(Clone)]
@@ -186,10 +186,53 @@ pub fn is_transient(error: &kube::Error) -> bool {
     }
 }
 
+/// An events.k8s.io/v1 recorder reporting as `controller`; the instance is the Pod's name
+/// (`POD_NAME`, set by the manifests in deploy/) when known, so replicas can be told apart.
+pub fn event_recorder(client: Client, controller: &str) -> Recorder {
+    Recorder::new(
+        client,
+        Reporter {
+            controller: controller.into(),
+            instance: std::env::var("POD_NAME").ok().filter(|n| !n.is_empty()),
+        },
+    )
+}
+
+/// Publishes an Event about `regarding`. Events are best effort: a failure is logged at debug
+/// level, never returned. The note is cut to the API's 1 kB limit.
+pub async fn publish(
+    recorder: &Recorder,
+    regarding: &core::ObjectReference,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: &str,
+) {
+    let mut note = note.to_string();
+    if note.len() > 1024 {
+        let mut end = 1021;
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+        note.push_str("...");
+    }
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: action.into(),
+        secondary: None,
+    };
+    if let Err(e) = recorder.publish(&event, regarding).await {
+        tracing::debug!(?regarding, reason, error = %e, "could not record event");
+    }
+}
+
 /// Records Warning Events on Services, at most one per Service per `interval`, so a key that
 /// keeps failing cannot flood the API server.
 pub struct EventRecorder {
-    writer: Writer,
+    recorder: Option<Recorder>,
     interval: Duration,
     last: Mutex<HashMap<String, Instant>>,
 }
@@ -198,7 +241,13 @@ impl EventRecorder {
     /// A recorder writing through `writer` (nothing in a dry run).
     pub fn new(writer: Writer, interval: Duration) -> Self {
         EventRecorder {
-            writer,
+            recorder: match writer {
+                Writer::Api(client) => Some(event_recorder(
+                    client,
+                    weir_policy::well_known::CONTROLLER_NAME,
+                )),
+                Writer::DryRun => None,
+            },
             interval,
             last: Mutex::new(HashMap::new()),
         }
@@ -221,7 +270,7 @@ impl EventRecorder {
         reason: &str,
         message: &str,
     ) {
-        let Writer::Api(client) = &self.writer else {
+        let Some(recorder) = &self.recorder else {
             return;
         };
         let key = format!("{namespace}/{name}");
@@ -236,37 +285,27 @@ impl EventRecorder {
             }
             last.insert(key, now);
         }
-        let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let event = core::Event {
-            metadata: ObjectMeta {
-                generate_name: Some(format!("{name}.")),
-                namespace: Some(namespace.into()),
-                ..ObjectMeta::default()
-            },
-            involved_object: core::ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Service".into()),
-                name: Some(name.into()),
-                namespace: Some(namespace.into()),
-                uid: (!uid.is_empty()).then(|| uid.into()),
-                ..core::ObjectReference::default()
-            },
-            reason: Some(reason.into()),
-            message: Some(message.into()),
-            type_: Some(if warning { "Warning" } else { "Normal" }.into()),
-            source: Some(core::EventSource {
-                component: Some(weir_policy::well_known::CONTROLLER_NAME.into()),
-                host: None,
-            }),
-            first_timestamp: Some(now.clone()),
-            last_timestamp: Some(now),
-            count: Some(1),
-            reporting_component: Some("weir".into()),
-            ..core::Event::default()
+        let regarding = core::ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Service".into()),
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            uid: (!uid.is_empty()).then(|| uid.into()),
+            ..core::ObjectReference::default()
         };
-        let api: Api<core::Event> = Api::namespaced(client.clone(), namespace);
-        if let Err(e) = api.create(&PostParams::default(), &event).await {
-            tracing::debug!(%namespace, %name, error = %e, "could not record event");
-        }
+        let type_ = if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        publish(
+            recorder,
+            &regarding,
+            type_,
+            reason,
+            "SyncEndpoints",
+            message,
+        )
+        .await;
     }
 }

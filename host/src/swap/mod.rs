@@ -6,7 +6,6 @@
 pub mod source;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use serde::Serialize;
 
 use crate::cases::{Case, check_file, discover};
 use crate::controller::Handle;
+use crate::metrics::ReasonLabel;
 use crate::runtime::bindings as wit;
 use crate::runtime::{Active, Guest, Runtime, digest};
 use crate::validate::validate;
@@ -77,6 +77,17 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// Every value [`reason`](Self::reason) returns.
+    pub const REASONS: [&'static str; 7] = [
+        "digest",
+        "compile",
+        "world",
+        "instantiate",
+        "cases",
+        "config",
+        "check",
+    ];
+
     /// A short machine-readable reason, for metrics.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -193,17 +204,6 @@ pub struct SwapRecord {
     pub reason: Option<String>,
 }
 
-/// Counters of swaps.
-#[derive(Debug, Default)]
-pub struct SwapStats {
-    /// Candidates made active.
-    pub swaps: AtomicU64,
-    /// Candidates refused.
-    pub refusals: AtomicU64,
-    /// Automatic rollbacks.
-    pub rollbacks: AtomicU64,
-}
-
 /// Validates and swaps guests for a running controller.
 pub struct Swapper {
     runtime: Runtime,
@@ -212,8 +212,6 @@ pub struct Swapper {
     config: SwapConfig,
     history: Mutex<Vec<SwapRecord>>,
     previous: Mutex<Option<Guest>>,
-    /// Counters.
-    pub stats: SwapStats,
     /// Serializes offers, so two sources cannot interleave validation and swap.
     lock: tokio::sync::Mutex<()>,
 }
@@ -233,7 +231,6 @@ impl Swapper {
             config,
             history: Mutex::new(Vec::new()),
             previous: Mutex::new(None),
-            stats: SwapStats::default(),
             lock: tokio::sync::Mutex::new(()),
         })
     }
@@ -258,9 +255,9 @@ impl Swapper {
         serde_json::json!({
             "active": {"digest": active.digest(), "size": active.size()},
             "previous": previous,
-            "swaps": self.stats.swaps.load(Ordering::Relaxed),
-            "refusals": self.stats.refusals.load(Ordering::Relaxed),
-            "rollbacks": self.stats.rollbacks.load(Ordering::Relaxed),
+            "swaps": self.handle.metrics.guest_swaps.get(),
+            "refusals": self.handle.metrics.swap_refusals_total(),
+            "rollbacks": self.handle.metrics.guest_rollbacks.get(),
             "history": *self.history.lock().unwrap_or_else(|e| e.into_inner()),
         })
     }
@@ -292,7 +289,13 @@ impl Swapper {
         let guest = match result {
             Ok(guest) => guest,
             Err(refusal) => {
-                self.stats.refusals.fetch_add(1, Ordering::Relaxed);
+                self.handle
+                    .metrics
+                    .guest_swap_refusals
+                    .get_or_create(&ReasonLabel {
+                        reason: refusal.reason(),
+                    })
+                    .inc();
                 tracing::warn!(%source, digest = %candidate_digest, active = active.guest.digest(), reason = %refusal, "guest candidate refused; the active guest keeps serving");
                 self.remember(SwapRecord {
                     at: now(),
@@ -309,7 +312,8 @@ impl Swapper {
         let new = Active { guest, config };
         let old = self.handle.guest.swap_pair(new.clone());
         *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(old.guest.clone());
-        self.stats.swaps.fetch_add(1, Ordering::Relaxed);
+        self.handle.metrics.guest_swaps.inc();
+        self.handle.metrics.set_guest(&new.guest);
         let requeued = self.handle.enqueue_all();
         tracing::info!(%source, old = old.guest.digest(), new = new.guest.digest(), requeued, "guest swapped");
         self.remember(SwapRecord {
@@ -346,7 +350,8 @@ impl Swapper {
                 // What was active before the one now active: the guest just rolled back.
                 *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(new.clone());
                 self.handle.health.reset(restored.digest());
-                self.stats.rollbacks.fetch_add(1, Ordering::Relaxed);
+                self.handle.metrics.guest_rollbacks.inc();
+                self.handle.metrics.set_guest(&restored);
                 let reason = format!("{faults} of {calls} calls failed after the swap");
                 tracing::error!(bad = new.digest(), restored = restored.digest(), %reason, "guest rolled back");
                 self.remember(SwapRecord {

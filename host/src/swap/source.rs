@@ -216,6 +216,7 @@ pub fn watch_configmap(
             .applied_objects()
             .boxed();
         let source = format!("configmap:{namespace}/{name}/{key}");
+        let recorder = crate::controller::writer::event_recorder(client.clone(), "weir");
         loop {
             let next = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -238,12 +239,12 @@ pub fn watch_configmap(
                             let reason =
                                 format!("policy configuration: {e}; keeping the active guest");
                             tracing::warn!(%source, %reason, "ConfigMap refused");
-                            record_refusal(&client, &cm, &reason).await;
+                            record_refusal(&recorder, &cm, &reason).await;
                             continue;
                         }
                     };
                     if let Err(refusal) = swapper.offer_pair(bytes, config, &source).await {
-                        record_refusal(&client, &cm, &refusal.to_string()).await;
+                        record_refusal(&recorder, &cm, &refusal.to_string()).await;
                     }
                 }
             }
@@ -251,41 +252,28 @@ pub fn watch_configmap(
     })
 }
 
-async fn record_refusal(client: &Client, cm: &core::ConfigMap, reason: &str) {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-    let namespace = cm.metadata.namespace.clone().unwrap_or_default();
-    let name = cm.metadata.name.clone().unwrap_or_default();
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let event = core::Event {
-        metadata: ObjectMeta {
-            generate_name: Some(format!("{name}.")),
-            namespace: Some(namespace.clone()),
-            ..Default::default()
-        },
-        involved_object: core::ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("ConfigMap".into()),
-            name: Some(name),
-            namespace: Some(namespace.clone()),
-            uid: cm.metadata.uid.clone(),
-            ..Default::default()
-        },
-        reason: Some("GuestRefused".into()),
-        message: Some(reason.to_string()),
-        type_: Some("Warning".into()),
-        source: Some(core::EventSource {
-            component: Some("weir".into()),
-            host: None,
-        }),
-        first_timestamp: Some(now.clone()),
-        last_timestamp: Some(now),
-        count: Some(1),
+async fn record_refusal(
+    recorder: &kube::runtime::events::Recorder,
+    cm: &core::ConfigMap,
+    reason: &str,
+) {
+    let regarding = core::ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        name: cm.metadata.name.clone(),
+        namespace: cm.metadata.namespace.clone(),
+        uid: cm.metadata.uid.clone(),
         ..Default::default()
     };
-    let api: Api<core::Event> = Api::namespaced(client.clone(), &namespace);
-    if let Err(e) = api.create(&Default::default(), &event).await {
-        tracing::debug!(error = %e, "could not record the refusal event");
-    }
+    crate::controller::writer::publish(
+        recorder,
+        &regarding,
+        kube::runtime::events::EventType::Warning,
+        "GuestRefused",
+        "SwapGuest",
+        reason,
+    )
+    .await;
 }
 
 #[cfg(test)]

@@ -186,7 +186,7 @@ async fn correct_endpoints_get_no_write() {
     let handle = second.handle.clone();
     wait_for("both services synced", || {
         let h = handle.clone();
-        async move { h.stats.syncs.load(std::sync::atomic::Ordering::Relaxed) >= 2 }
+        async move { h.metrics.syncs_total() >= 2 }
     })
     .await;
     second.idle().await;
@@ -283,20 +283,13 @@ async fn converges_through_api_faults_dropped_watches_and_410() {
     faults.set_error_rate(0.0);
     faults.set_throttle_rate(0.0);
     run.idle().await;
-    assert_eq!(
-        run.handle
-            .stats
-            .dropped
-            .load(std::sync::atomic::Ordering::Relaxed),
-        0,
-        "no key was given up"
-    );
-    let stats = &run.handle.stats;
+    let metrics = &run.handle.metrics;
+    assert_eq!(metrics.keys_dropped.get(), 0, "no key was given up");
     assert!(
-        stats.errors.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        metrics.sync_errors() > 0,
         "faults were actually injected: syncs {} writes {} server {:?}",
-        stats.syncs.load(std::sync::atomic::Ordering::Relaxed),
-        stats.writes.load(std::sync::atomic::Ordering::Relaxed),
+        metrics.syncs_total(),
+        metrics.writes_done(),
         c.server.stats()
     );
     run.stop().await;
@@ -391,10 +384,11 @@ async fn failing_updates_record_one_rate_limited_event() {
     let h = run.handle.clone();
     wait_for("several failed syncs", || {
         let h = h.clone();
-        async move { h.stats.errors.load(std::sync::atomic::Ordering::Relaxed) >= 3 }
+        async move { h.metrics.sync_errors() >= 3 }
     })
     .await;
-    let events: Api<core::Event> = Api::namespaced(c.client.clone(), "app");
+    // events.k8s.io/v1, as kube's Recorder writes them.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.client.clone(), "app");
     let failed: Vec<_> = events
         .list(&Default::default())
         .await
@@ -408,8 +402,14 @@ async fn failing_updates_record_one_rate_limited_event() {
         1,
         "one event per Service per minute, however often it fails"
     );
-    assert_eq!(failed[0].involved_object.kind.as_deref(), Some("Service"));
-    assert_eq!(failed[0].involved_object.name.as_deref(), Some("web"));
+    let regarding = failed[0].regarding.as_ref().unwrap();
+    assert_eq!(regarding.kind.as_deref(), Some("Service"));
+    assert_eq!(regarding.name.as_deref(), Some("web"));
+    assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        failed[0].reporting_controller.as_deref(),
+        Some("endpoint-controller")
+    );
     c.server.faults().conflict_next_updates(0);
     run.stop().await;
 }

@@ -1,7 +1,6 @@
 //! Endpoints that weir must leave alone after start-up: an Endpoints event alone never deletes
 //! (docs/operations.md, "Which Endpoints weir deletes").
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1 as core;
@@ -26,7 +25,7 @@ async fn running_web_app() -> (Cluster, Running) {
 }
 
 fn syncs(run: &Running) -> u64 {
-    run.handle.stats.syncs.load(Relaxed)
+    run.handle.metrics.syncs_total()
 }
 
 /// Waits until the controller has run at least one sync more than `before` and is idle again,
@@ -35,7 +34,7 @@ async fn synced_after(run: &Running, before: u64) {
     let h = run.handle.clone();
     wait_for("a sync after the change", || {
         let h = h.clone();
-        async move { h.stats.syncs.load(Relaxed) > before }
+        async move { h.metrics.syncs_total() > before }
     })
     .await;
     run.idle().await;
@@ -121,7 +120,7 @@ async fn hand_made_endpoints_applied_before_their_selectorless_service_survive()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_deletion_deletes_and_counts_once() {
     let (c, run) = running_web_app().await;
-    let writes = run.handle.stats.writes.load(Relaxed);
+    let writes = run.handle.metrics.writes_done();
     let deletes = c.server.stats().verbs("endpoints").delete;
     let services: Api<core::Service> = Api::namespaced(c.client.clone(), "app");
     services
@@ -138,7 +137,7 @@ async fn a_service_deletion_deletes_and_counts_once() {
     .await;
     run.idle().await;
     assert_eq!(
-        run.handle.stats.writes.load(Relaxed) - writes,
+        run.handle.metrics.writes_done() - writes,
         1,
         "one deletion, counted once"
     );

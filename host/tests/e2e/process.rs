@@ -15,17 +15,33 @@ struct Proc {
 
 impl Proc {
     fn spawn(args: &[&str]) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command
             .args(args)
             .env("WEIR_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        let mut child = command.spawn().expect("spawning weir");
+        let stdout = child.stdout.take().unwrap();
+        Proc::reading(child, stdout)
+    }
+
+    /// Runs `command` (the weir binary, set up by the caller) with its log (stderr) as the
+    /// lines read.
+    fn spawn_logging(mut command: Command) -> Proc {
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawning weir");
-        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        Proc::reading(child, stderr)
+    }
+
+    fn reading(child: Child, output: impl std::io::Read + Send + 'static) -> Proc {
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in BufReader::new(output).lines().map_while(Result::ok) {
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -213,4 +229,227 @@ async fn weir_demo_churn_rolls_a_pod_with_a_terminating_window() {
     .await;
     let status = demo.stop("-INT");
     assert!(status.success(), "{status:?}");
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; the race with other tests is harmless
+/// because the kernel does not hand out a just-released ephemeral port again at once).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` with an Accept header; returns (content type, body). HTTP/1.0 over a plain
+/// socket keeps the test free of an HTTP client dependency.
+fn http_get(port: u16, path: &str, accept: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-type:")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    (content_type, body.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_scrape_passes_promtool_and_covers_the_alerts() {
+    let c = Cluster::start(web_app()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let admin = format!("127.0.0.1:{port}");
+    let run = Proc::spawn(&[
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--admin-addr",
+        &admin,
+    ]);
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    let (classic, openmetrics) = tokio::task::spawn_blocking(move || {
+        let scrape = |accept| {
+            let deadline = Instant::now() + DEADLINE;
+            loop {
+                // The write shows up in the metrics once the worker has counted it.
+                let got = http_get(port, "/metrics", accept);
+                if got
+                    .1
+                    .contains("weir_endpoints_writes_total{action=\"create\",result=\"success\"} 1")
+                    || Instant::now() > deadline
+                {
+                    return got;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let classic = scrape("text/plain;version=0.0.4;q=0.5,*/*;q=0.1");
+        let openmetrics =
+            scrape("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5");
+        assert!(run.stop("-TERM").success());
+        (classic, openmetrics)
+    })
+    .await
+    .unwrap();
+
+    // Classic text by default, OpenMetrics when asked.
+    assert!(
+        classic.0.starts_with("text/plain; version=0.0.4"),
+        "{}",
+        classic.0
+    );
+    assert!(
+        openmetrics.0.starts_with("application/openmetrics-text"),
+        "{}",
+        openmetrics.0
+    );
+    assert!(openmetrics.1.trim_end().ends_with("# EOF"));
+    let body = &classic.1;
+    for line in [
+        "workqueue_adds_total{name=\"endpoint\"}",
+        "workqueue_depth{name=\"endpoint\"}",
+        "workqueue_retries_total{name=\"endpoint\"}",
+        "workqueue_queue_duration_seconds_bucket{name=\"endpoint\",le=\"1e-06\"}",
+        "workqueue_queue_duration_seconds_bucket{name=\"endpoint\",le=\"1e-05\"}",
+        "workqueue_queue_duration_seconds_bucket{name=\"endpoint\",le=\"1000\"}",
+        "workqueue_work_duration_seconds_count{name=\"endpoint\"}",
+        "workqueue_unfinished_work_seconds{name=\"endpoint\"}",
+        "workqueue_longest_running_processor_seconds{name=\"endpoint\"}",
+        "weir_endpoints_writes_total{action=\"create\",result=\"success\"} 1",
+        "weir_guest_calls_total{result=\"ok\"}",
+        "weir_guest_call_duration_seconds_count",
+        "weir_sync_duration_seconds_count",
+        "weir_syncs_total{result=\"success\"}",
+        "leader_election_master_status{name=\"weir\"} 1",
+    ] {
+        assert!(body.contains(line), "no {line} in:\n{body}");
+    }
+    let digest = weir::runtime::digest(weir::runtime::DEFAULT_GUEST);
+    assert!(
+        body.contains(&format!(
+            "weir_guest_info{{digest=\"{digest}\",world=\"weir:endpoints@0.1.0/endpoint-policy\"}} 1"
+        )),
+        "{body}"
+    );
+    // Every metric the example alerts use is exported (under its _total name for counters).
+    let rules = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../deploy/kubernetes/monitoring/prometheusrule.yaml"),
+    )
+    .unwrap();
+    let names: std::collections::BTreeSet<&str> = rules
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| {
+            w.starts_with("weir_") || w.starts_with("workqueue_") || w.starts_with("leader_")
+        })
+        .collect();
+    assert!(names.len() >= 4, "{names:?}");
+    for name in names {
+        assert!(
+            body.contains(&format!("\n# TYPE {name} ")),
+            "the alerts use {name}, which weir does not export"
+        );
+    }
+
+    if !super::support::tool_available("promtool", &["--version"], "apt-get install prometheus") {
+        return;
+    }
+    // promtool reads the classic format (the one Prometheus gets unless it asks otherwise).
+    {
+        let scraped = &classic.1;
+        let mut promtool = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        promtool
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(scraped.as_bytes())
+            .unwrap();
+        let out = promtool.wait_with_output().unwrap();
+        assert!(
+            out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+            "promtool check metrics:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
+    let c = Cluster::start(web_app()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command
+        .args(["run", "--log-format", "json", "--admin-addr", "127.0.0.1:0"])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        // No --log: RUST_LOG decides (weir's debug lines, everything else from warn).
+        .env_remove("WEIR_LOG")
+        .env("RUST_LOG", "warn,weir=debug");
+    let run = Proc::spawn_logging(command);
+    let (status, lines) = tokio::task::spawn_blocking(move || {
+        let lines = run.read_until("the write of app/web, logged", |seen| {
+            seen.iter()
+                .any(|l| l.contains("endpoints written") && l.contains("app/web"))
+        });
+        (run.stop("-TERM"), lines)
+    })
+    .await
+    .unwrap();
+    assert!(status.success());
+    let parsed: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    for line in &parsed {
+        let ts = line["ts"].as_str().expect("ts");
+        ts.parse::<k8s_openapi::jiff::Timestamp>()
+            .unwrap_or_else(|e| panic!("ts {ts}: {e}"));
+        let level = line["level"].as_str().expect("level");
+        assert!(["error", "warn", "info", "debug", "trace"].contains(&level));
+        assert!(line["msg"].is_string(), "{line}");
+        let target = line["target"].as_str().unwrap();
+        assert!(
+            target.starts_with("weir") || level == "warn" || level == "error",
+            "RUST_LOG keeps other crates at warn: {line}"
+        );
+    }
+    let written = parsed
+        .iter()
+        .find(|l| l["msg"] == "endpoints written")
+        .unwrap();
+    assert_eq!(written["key"], "app/web");
+    assert_eq!(written["action"], "create");
+    assert_eq!(written["level"], "info");
+    assert!(
+        parsed.iter().any(|l| l["level"] == "debug"),
+        "RUST_LOG's weir=debug applies"
+    );
 }

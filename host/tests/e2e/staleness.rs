@@ -121,7 +121,7 @@ async fn the_resync_retries_a_key_dropped_after_its_retries() {
     let h = run.handle.clone();
     wait_for("the key dropped after its retries", || {
         let h = h.clone();
-        async move { h.stats.dropped.load(Relaxed) >= 1 }
+        async move { h.metrics.keys_dropped.get() >= 1 }
     })
     .await;
     // The API server recovers; no event reports it, only the resync tries the key again.

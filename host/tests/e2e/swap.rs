@@ -2,8 +2,8 @@
 //! refusals that keep the active guest, automatic rollback, shadow evaluation, `/guest`.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
+use weir::metrics::Metrics;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1 as core;
@@ -83,11 +83,11 @@ async fn swap_while_200_services_sync_changes_endpoints_and_loses_nothing() {
     let h = run.handle.clone();
     wait_for("some syncs", || {
         let h = h.clone();
-        async move { h.stats.syncs.load(Relaxed) >= 20 }
+        async move { h.metrics.syncs_total() >= 20 }
     })
     .await;
     assert!(
-        h.stats.syncs.load(Relaxed) < 200,
+        h.metrics.syncs_total() < 200,
         "the swap must land while syncing is under way"
     );
     let new = test_guest_bytes("all-not-ready");
@@ -100,8 +100,8 @@ async fn swap_while_200_services_sync_changes_endpoints_and_loses_nothing() {
         digest(&new),
         "the new guest is active"
     );
-    assert_eq!(swapper.stats.swaps.load(Relaxed), 1);
-    assert_eq!(run.handle.stats.dropped.load(Relaxed), 0, "no key dropped");
+    assert_eq!(run.handle.metrics.guest_swaps.get(), 1);
+    assert_eq!(run.handle.metrics.keys_dropped.get(), 0, "no key dropped");
     stop.cancel();
     run.stop().await;
 }
@@ -140,7 +140,7 @@ async fn bad_candidates_are_refused_and_the_active_guest_keeps_serving() {
             "{what}: the active guest stays"
         );
     }
-    assert_eq!(swapper.stats.refusals.load(Relaxed), 3);
+    assert_eq!(run.handle.metrics.swap_refusals_total(), 3);
     // Still serving: a pod change is reflected by the original guest.
     c.apply(pod("app", "p1", json!({"app": "a1"}), &ip(1), false))
         .await;
@@ -182,7 +182,7 @@ async fn a_guest_that_starts_trapping_is_rolled_back() {
     let s = swapper.clone();
     wait_for("rollback", || {
         let s = s.clone();
-        async move { s.stats.rollbacks.load(Relaxed) == 1 }
+        async move { s.handle.metrics.guest_rollbacks.get() == 1 }
     })
     .await;
     assert_eq!(
@@ -230,7 +230,7 @@ async fn one_trapping_service_does_not_stop_the_others() {
         c.endpoints("app", "bad").is_none(),
         "the trapping Service gets no write"
     );
-    assert!(run.handle.stats.guest_faults.load(Relaxed) >= 1);
+    assert!(run.handle.metrics.guest_faults() >= 1);
     run.stop().await;
 }
 
@@ -250,13 +250,12 @@ async fn shadow_guest_reports_differences_and_writes_nothing() {
         c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
     }
     run.idle().await;
-    let shadow = &run.handle.syncer.shadow_stats;
-    assert!(shadow.compared.load(Relaxed) >= 4);
+    let shadow = |result| Metrics::count(&run.handle.metrics.shadow, result);
     assert!(
-        shadow.differed.load(Relaxed) >= 4,
+        shadow("different") >= 4,
         "every create differs: the shadow marks all not ready"
     );
-    assert_eq!(shadow.failed.load(Relaxed), 0);
+    assert_eq!(shadow("failed"), 0);
     assert_eq!(
         c.endpoints_writes(),
         4,
@@ -295,7 +294,7 @@ async fn configmap_source_swaps_and_records_refusals_as_events() {
     cms.replace("policy", &PostParams::default(), &broken)
         .await
         .unwrap();
-    let events: Api<core::Event> = Api::namespaced(c.client.clone(), "app");
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.client.clone(), "app");
     let ev = events.clone();
     wait_for("GuestRefused event", || {
         let ev = ev.clone();
@@ -344,7 +343,7 @@ async fn admin_guest_endpoint_serves_digest_and_history() {
     assert_eq!(json["history"][0]["outcome"], "refused");
     let metrics = http_get(addr, "/metrics").await;
     assert!(
-        metrics.contains("weir_guest_swap_refusals_total 1"),
+        metrics.contains("weir_guest_swap_refusals_total{reason=\"compile\"} 1"),
         "{metrics}"
     );
     task.abort();
@@ -427,7 +426,7 @@ async fn stalling_guests_do_not_stall_the_controller() {
         let h = run.handle.clone();
         wait_for("stalled calls counted as faults", || {
             let h = h.clone();
-            async move { h.stats.guest_faults.load(Relaxed) >= workers as u64 }
+            async move { h.metrics.guest_faults() >= workers as u64 }
         })
         .await;
         assert!(c.endpoints("app", "stalled0").is_none(), "{name}");
@@ -455,7 +454,7 @@ async fn a_guest_that_starts_blocking_is_rolled_back() {
     let s = swapper.clone();
     wait_for("rollback", || {
         let s = s.clone();
-        async move { s.stats.rollbacks.load(Relaxed) == 1 }
+        async move { s.handle.metrics.guest_rollbacks.get() == 1 }
     })
     .await;
     assert_eq!(run.handle.guest.current().digest(), before);
@@ -570,7 +569,7 @@ async fn guest_errors_and_refused_decisions_count_toward_rollback() {
         let s = swapper.clone();
         wait_for("rollback", || {
             let s = s.clone();
-            async move { s.stats.rollbacks.load(Relaxed) == 1 }
+            async move { s.handle.metrics.guest_rollbacks.get() == 1 }
         })
         .await;
         assert_eq!(run.handle.guest.current().digest(), before, "{how}");
@@ -634,7 +633,7 @@ async fn a_configmap_pair_swaps_guest_and_config_together() {
     let s = swapper.clone();
     wait_for("the mismatched pair is refused", || {
         let s = s.clone();
-        async move { s.stats.refusals.load(Relaxed) == 1 }
+        async move { s.handle.metrics.swap_refusals_total() == 1 }
     })
     .await;
     assert_eq!(run.handle.guest.current().digest(), digest(&all_not_ready));
