@@ -226,12 +226,14 @@ fn to_wit_request(r: &native::Request) -> wit::Request {
     }
 }
 
+/// The Endpoints part of a native (0.2.0) decision, in the 0.1.0 form the bench's guest path
+/// validates: the bench compares the Endpoints rendering only.
 fn to_wit_decision(d: &native::Decision) -> wit::Decision {
-    match d {
-        native::Decision::None => wit::Decision::None,
-        native::Decision::Delete => wit::Decision::Delete,
-        native::Decision::Create(e) => wit::Decision::Create(to_wit_endpoints(e)),
-        native::Decision::Update(e) => wit::Decision::Update(to_wit_endpoints(e)),
+    match &d.endpoints {
+        native::EndpointsDecision::None => wit::Decision::None,
+        native::EndpointsDecision::Delete => wit::Decision::Delete,
+        native::EndpointsDecision::Create(e) => wit::Decision::Create(to_wit_endpoints(e)),
+        native::EndpointsDecision::Update(e) => wit::Decision::Update(to_wit_endpoints(e)),
     }
 }
 

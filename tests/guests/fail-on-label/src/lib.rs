@@ -3,13 +3,19 @@
 //! host's validation refuses). Neither is a trap: tests use it to show that rollback counts
 //! every call that gave no usable decision.
 
-use weir_policy::types::{Decision, Request};
+use weir_policy::types::{Decision, EndpointsDecision, Request};
 
 const FAIL_LABEL: &str = "weir.test/fail";
 
 struct FailOnLabel;
 
 impl weir_policy::bindings::Guest for FailOnLabel {
+    fn validate_config(config: String) -> Result<(), String> {
+        weir_policy::parse_config::<weir_policy::DefaultPolicy>(&config)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     fn reconcile(request: Request) -> Result<Decision, String> {
         let how = request.service.as_ref().and_then(|s| {
             s.labels
@@ -30,10 +36,11 @@ impl weir_policy::bindings::Guest for FailOnLabel {
                     current: None,
                     ..request
                 };
-                match weir_policy::reconcile(&policy, &fresh)? {
-                    Decision::Create(mut e) => {
+                let mut decision = weir_policy::reconcile(&policy, &fresh)?;
+                match &mut decision.endpoints {
+                    EndpointsDecision::Create(e) => {
                         e.name = format!("{}-other", e.name);
-                        Ok(Decision::Create(e))
+                        Ok(decision)
                     }
                     other => Err(format!("expected a create, got {other:?}")),
                 }
