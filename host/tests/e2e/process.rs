@@ -345,7 +345,7 @@ async fn metrics_scrape_passes_promtool_and_covers_the_alerts() {
     let digest = weir::runtime::digest(weir::runtime::DEFAULT_GUEST);
     assert!(
         body.contains(&format!(
-            "weir_guest_info{{digest=\"{digest}\",world=\"weir:endpoints@0.1.0/endpoint-policy\"}} 1"
+            "weir_guest_info{{digest=\"{digest}\",world=\"weir:endpoints@0.2.0/endpoint-policy\"}} 1"
         )),
         "{body}"
     );
