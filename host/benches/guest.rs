@@ -347,7 +347,7 @@ fn main() {
         for case in &cases {
             for wasm in [false, true] {
                 let id = format!("{}/{}", if wasm { "wasm" } else { "native" }, case.pods);
-                if filters.iter().any(|f| *f == id) {
+                if filters.contains(&id) {
                     timed_calls(&rt, &guest, case, wasm, calls);
                 }
             }
