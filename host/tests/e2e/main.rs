@@ -424,8 +424,10 @@ async fn batch_period_coalesces_pod_changes_into_one_write() {
         pod("app", "d", json!({"app": "web"}), "10.1.0.3", true),
     ])
     .await;
+    // Long enough that the three applies below land in one period even on a loaded 2-core
+    // machine (3 s was not); the test waits for the write, so it costs this much time once.
     let config = Config {
-        batch_period: Duration::from_secs(3),
+        batch_period: Duration::from_secs(10),
         ..Config::default()
     };
     let run = c.run(default_guest().await, config);
