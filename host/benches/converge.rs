@@ -1,9 +1,11 @@
 //! Scale: how long `weir run` takes to converge 1,000 Services over 10,000 pods on the
 //! embedded API server, and the peak memory of the `weir run` process.
 //!
-//! `cargo bench -p weir --bench converge` (add `-- SERVICES PODS_PER_SERVICE` to change the
-//! size). The API server runs in this process; `weir run` is the real binary, so its peak RSS
-//! (VmHWM) is its own.
+//! `cargo bench -p weir --bench converge` (add `-- SERVICES PODS_PER_SERVICE [MANAGE]` to
+//! change the size, MANAGE being `weir run --manage`: `endpoints,endpointslices`, the default,
+//! or `endpoints`). The API server runs in this process; `weir run` is the real binary, so its
+//! peak RSS (VmHWM) is its own. Convergence is reached when every Service has its Endpoints
+//! and, when managed, at least one EndpointSlice.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,8 +19,12 @@ fn main() {
         .collect();
     let services: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let per_service: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(10);
+    let manage = args
+        .get(2)
+        .cloned()
+        .unwrap_or_else(|| "endpoints,endpointslices".into());
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(run(services, per_service));
+    runtime.block_on(run(services, per_service, &manage));
 }
 
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
@@ -32,9 +38,14 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
-async fn run(services: usize, per_service: usize) {
+async fn run(services: usize, per_service: usize, manage: &str) {
     let mut seed = Vec::new();
     let namespaces = 10;
+    for n in 0..50 {
+        seed.push(json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": format!("node-{n}"), "labels": {"topology.kubernetes.io/zone": format!("zone-{}", n % 3)}},
+            "status": {"allocatable": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}}));
+    }
     for n in 0..namespaces {
         seed.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}));
     }
@@ -67,7 +78,13 @@ async fn run(services: usize, per_service: usize) {
 
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["run", "--kubeconfig", kubeconfig.to_str().unwrap()])
+        .args([
+            "run",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--manage",
+            manage,
+        ])
         .env("WEIR_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()
@@ -77,7 +94,9 @@ async fn run(services: usize, per_service: usize) {
     let deadline = started + Duration::from_secs(600);
     loop {
         peak = peak.max(vm_hwm_kib(pid).unwrap_or(0));
-        if server.store().count("endpoints") >= services {
+        let slices_done = !manage.contains("endpointslices")
+            || server.store().count("endpointslices") >= services;
+        if server.store().count("endpoints") >= services && slices_done {
             break;
         }
         assert!(Instant::now() < deadline, "did not converge in 10 minutes");
@@ -92,11 +111,14 @@ async fn run(services: usize, per_service: usize) {
         .status();
     let _ = child.wait();
     let writes = server.stats().writes("endpoints");
+    let slice_writes = server.stats().writes("endpointslices");
     println!(
-        "services {services}, pods {}: every Service's Endpoints written {converged:.2?} after `weir run` started",
+        "services {services}, pods {}, --manage {manage}: every Service's outputs written {converged:.2?} after `weir run` started",
         services * per_service
     );
-    println!("endpoints writes {writes} (one create per Service)");
+    println!(
+        "endpoints writes {writes}, endpointslices writes {slice_writes} (one create each per Service)"
+    );
     println!("peak RSS of weir run: {:.1} MiB", peak as f64 / 1024.0);
     server.shutdown().await;
 }

@@ -100,13 +100,21 @@ async fn metrics(State(admin): State<Admin>, headers: HeaderMap) -> impl IntoRes
 }
 
 async fn guest(State(admin): State<Admin>) -> impl IntoResponse {
-    let body = match &admin.swapper {
+    let mut body = match &admin.swapper {
         Some(swapper) => swapper.info(),
         None => {
             let g = admin.handle.guest.current();
             serde_json::json!({"active": {"digest": g.digest(), "size": g.size()}, "history": []})
         }
     };
+    // Whether the EndpointSlices asked for are being rendered: a 0.1.0 guest cannot.
+    let g = admin.handle.guest.current();
+    let asked = admin.handle.syncer.outputs.endpoint_slices;
+    body["active"]["world"] = serde_json::json!(g.world().package());
+    body["endpointSlices"] = serde_json::json!({
+        "managed": asked,
+        "rendered": asked && g.world().has_slices(),
+    });
     (
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),

@@ -116,6 +116,10 @@ pub struct Metrics {
     slice_refusals: Family<ReasonLabel, Counter>,
     /// Syncs retried because the EndpointSlice cache predates weir's own writes.
     pub slice_stale_syncs: Counter,
+    /// Guests made active that cannot render the EndpointSlices `--manage` asks for.
+    pub guest_slices_unsupported: Counter,
+    /// 1 while the active guest renders EndpointSlices (weir:endpoints@0.2.0), else 0.
+    pub guest_renders_slices: Gauge,
 }
 
 impl Default for Metrics {
@@ -152,6 +156,8 @@ impl Metrics {
             slice_changes: Family::default(),
             slice_refusals: Family::default(),
             slice_stale_syncs: Counter::default(),
+            guest_slices_unsupported: Counter::default(),
+            guest_renders_slices: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -271,6 +277,16 @@ impl Metrics {
             "weir_endpointslice_stale_syncs",
             "Syncs retried because the EndpointSlice cache predates weir's own writes",
             m.slice_stale_syncs.clone(),
+        );
+        r.register(
+            "weir_guest_slices_unsupported",
+            "Guests made active that cannot render the EndpointSlices --manage asks for",
+            m.guest_slices_unsupported.clone(),
+        );
+        r.register(
+            "weir_guest_renders_slices",
+            "1 when the active guest renders EndpointSlices (weir:endpoints@0.2.0), else 0",
+            m.guest_renders_slices.clone(),
         );
         m
     }

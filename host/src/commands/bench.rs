@@ -4,15 +4,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use weir::cases::{Case, compare_outcome, discover};
+use weir::cases::{Case, ManagedOutput, compare_outcome, discover};
+use weir::runtime::Guest;
 
 /// Time a guest on case files: min, median, p99 and max per call phase.
 ///
 /// Per case, many calls, each split into instantiate (fresh store and instance), call
 /// (lowering the request, `reconcile`, lifting the decision) and validate (the host's
-/// contract check), plus their total. Every call runs as the controller runs it: a new instance per call, with the deadline and
-/// memory limits of the flags. A case whose call fails is reported and not timed. Exits 0 when
-/// every case was timed, 1 when a case failed, 2 on bad arguments.
+/// contract check), plus their total. Every call runs as the controller runs it: a new
+/// instance per call, with the deadline and memory limits of the flags. A case that manages
+/// both Endpoints and EndpointSlices (the default) is timed a second time managing Endpoints
+/// only, and the difference is printed: what rendering the slices costs. A case whose call
+/// fails is reported and not timed. Exits 0 when every case was timed, 1 when a case failed,
+/// 2 on bad arguments.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -126,30 +130,16 @@ async fn bench(args: Args) -> ExitCode {
             .expect
             .as_ref()
             .is_some_and(|e| !compare_outcome(&case, e, &outcome).is_empty());
-        for _ in 0..args.warmup {
-            let _ = case.run_timed(&guest).await;
-        }
-        let mut samples = Samples::default();
-        for _ in 0..args.iterations {
-            let (result, timing, validate) = case.run_timed(&guest).await;
-            if let Err(e) = result {
+        let samples = match time_case(&case, &guest, &args).await {
+            Ok(samples) => samples,
+            Err(e) => {
                 // A guest that succeeds once and then fails (a deadline missed under load)
                 // is worth knowing about; its timings would mislead, so stop this case.
                 failed += 1;
                 println!("\nFAIL {}: a timed call failed: {e}", path.display());
-                samples = Samples::default();
-                break;
+                continue;
             }
-            samples.instantiate.push(timing.instantiate);
-            samples.call.push(timing.call);
-            samples.validate.push(validate);
-            samples
-                .total
-                .push(timing.instantiate + timing.call + validate);
-        }
-        if samples.total.is_empty() {
-            continue;
-        }
+        };
         println!(
             "\n{} ({pods} pods selected): {}{}",
             path.display(),
@@ -161,12 +151,58 @@ async fn bench(args: Args) -> ExitCode {
             }
         );
         print!("{}", table(&samples));
+        // Both renderings come from one call; timing the same case with Endpoints only shows
+        // what the EndpointSlices add.
+        if case.outputs().endpoint_slices && case.outputs().endpoints {
+            let mut endpoints_only = case.clone();
+            endpoints_only.manage = Some(vec![ManagedOutput::Endpoints]);
+            match time_case(&endpoints_only, &guest, &args).await {
+                Ok(base) => {
+                    println!("  the same case managing Endpoints only:");
+                    print!("{}", table(&base));
+                    if let (Some(both), Some(one)) =
+                        (Summary::of(&samples.total), Summary::of(&base.total))
+                    {
+                        let extra = both.median.as_secs_f64() / one.median.as_secs_f64() - 1.0;
+                        println!(
+                            "  EndpointSlices add {:+.0}% to the median total ({} vs {})",
+                            extra * 100.0,
+                            human(both.median),
+                            human(one.median)
+                        );
+                    }
+                }
+                Err(e) => {
+                    failed += 1;
+                    println!("\nFAIL {} (Endpoints only): {e}", path.display());
+                }
+            }
+        }
     }
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Warm-up calls, then timed calls of `case`; the first failing call ends it.
+async fn time_case(case: &Case, guest: &Guest, args: &Args) -> Result<Samples, String> {
+    for _ in 0..args.warmup {
+        let _ = case.run_timed(guest).await;
+    }
+    let mut samples = Samples::default();
+    for _ in 0..args.iterations {
+        let (result, timing, validate) = case.run_timed(guest).await;
+        result.map_err(|e| e.to_string())?;
+        samples.instantiate.push(timing.instantiate);
+        samples.call.push(timing.call);
+        samples.validate.push(validate);
+        samples
+            .total
+            .push(timing.instantiate + timing.call + validate);
+    }
+    Ok(samples)
 }
 
 fn table(samples: &Samples) -> String {

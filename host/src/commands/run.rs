@@ -77,7 +77,7 @@ pub struct Args {
         long,
         env = "WEIR_MANAGE",
         value_delimiter = ',',
-        default_value = "endpoints",
+        default_value = "endpoints,endpointslices",
         value_name = "OUTPUTS"
     )]
     pub manage: Vec<Output>,

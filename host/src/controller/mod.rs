@@ -84,8 +84,7 @@ impl Default for Outputs {
     fn default() -> Self {
         Outputs {
             endpoints: true,
-            // Becomes the default once guests can render slices (weir:endpoints@0.2.0).
-            endpoint_slices: false,
+            endpoint_slices: true,
             max_endpoints_per_slice: 100,
         }
     }

@@ -9,8 +9,13 @@ use super::slice_tracker::is_managed;
 use super::sync::{SyncError, Syncer};
 use super::writer::{SliceWrite, is_namespace_terminating};
 use crate::metrics::Metrics;
-use crate::reconcile::slices::{Refusal, SlicePlan, SliceViolation};
+use crate::reconcile::slices::{
+    Refusal, SliceChanges, SliceContext, SlicePlan, SliceViolation, validate_slices,
+};
+use crate::runtime::bindings_v0_2 as v2;
+use crate::view_slices::{NodeZones, SliceInputs};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 
 /// Event reason for a slice write that failed (upstream's).
 pub const FAILED_TO_UPDATE: &str = "FailedToUpdateEndpointSlices";
@@ -30,6 +35,12 @@ pub struct SliceStats {
     pub stale: Counter,
     /// Guest slice decisions refused, per [`Refusal`] (in [`Refusal::ALL`] order).
     pub refused: [Counter; Refusal::ALL.len()],
+    /// Guests made active that cannot render the EndpointSlices `--manage` asks for.
+    pub unsupported_guests: Counter,
+    /// 1 while the active guest renders EndpointSlices.
+    pub renders_slices: Gauge,
+    /// Digest of the last guest reported as unable to render slices (reported once).
+    noted_digest: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl SliceStats {
@@ -42,6 +53,9 @@ impl SliceStats {
             deletes: change("delete"),
             stale: metrics.slice_stale_syncs.clone(),
             refused: Refusal::ALL.map(|r| metrics.slice_refusal(r.as_str())),
+            unsupported_guests: metrics.guest_slices_unsupported.clone(),
+            renders_slices: metrics.guest_renders_slices.clone(),
+            noted_digest: Arc::default(),
         }
     }
 
@@ -182,5 +196,152 @@ impl Syncer {
             *written += 1;
         }
         Ok(())
+    }
+}
+
+/// A slice plan in a form where order does not matter, to compare two guests' decisions.
+pub fn comparable_plan(plan: &SlicePlan) -> Vec<String> {
+    let canonical = |verb: &str, s: &EndpointSlice| {
+        let mut v = serde_json::to_value(s).unwrap_or_default();
+        for list in ["endpoints", "ports"] {
+            if let Some(items) = v.get_mut(list).and_then(|l| l.as_array_mut()) {
+                items.sort_by_key(|i| i.to_string());
+            }
+        }
+        if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("resourceVersion");
+        }
+        format!("{verb} {v}")
+    };
+    let mut out: Vec<String> = plan
+        .create
+        .iter()
+        .map(|s| canonical("create", s))
+        .chain(plan.update.iter().map(|s| canonical("update", s)))
+        .chain(plan.delete.iter().map(|d| format!("delete {}", d.name)))
+        .collect();
+    out.sort();
+    out
+}
+
+impl Syncer {
+    /// The 0.2.0 request of a sync: the Endpoints request plus what slices need (stored
+    /// slices, Node facts of each pod, zone capacities, limits and outputs). With the slice
+    /// path off it carries no slices and asks for Endpoints only.
+    pub fn request_v0_2(
+        &self,
+        request: &crate::runtime::bindings::Request,
+        stored: &[Arc<EndpointSlice>],
+        slices_on: bool,
+    ) -> v2::Request {
+        let nodes: NodeZones = if slices_on {
+            request
+                .pods
+                .iter()
+                .filter(|p| !p.node_name.is_empty())
+                .filter_map(|p| {
+                    Some((
+                        p.node_name.clone(),
+                        self.cache.nodes.get(&p.node_name)?.zone,
+                    ))
+                })
+                .collect()
+        } else {
+            NodeZones::new()
+        };
+        let slices: Vec<EndpointSlice> = if slices_on {
+            stored.iter().map(|s| (**s).clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let zone_capacities = slices_on
+            .then(|| self.cache.nodes.zone_capacities())
+            .flatten()
+            .map(|zones| {
+                zones
+                    .into_iter()
+                    .map(|(zone, cpu_millis)| v2::ZoneCapacity { zone, cpu_millis })
+                    .collect()
+            });
+        let max = u32::try_from(self.outputs.max_endpoints_per_slice).unwrap_or(u32::MAX);
+        let mut v2_request = crate::view_slices::request(
+            request,
+            SliceInputs {
+                service: None,
+                nodes: Some(&nodes),
+                slices: &slices,
+                max_endpoints_per_slice: max,
+                zone_capacities,
+                manage: v2::Outputs {
+                    endpoints: self.outputs.endpoints,
+                    endpoint_slices: slices_on,
+                },
+            },
+        );
+        if let (Some(view), Some(cached)) = (
+            v2_request.service.as_mut(),
+            self.cache.service(&request.namespace, &request.name),
+        ) {
+            view.traffic_distribution = cached.traffic_distribution;
+            view.deleting = cached.deleting;
+        }
+        v2_request
+    }
+
+    /// Validates the slice part of a decision against the stored slices.
+    pub fn plan_slices(
+        &self,
+        namespace: &str,
+        name: &str,
+        service_uid: &str,
+        stored: &[Arc<EndpointSlice>],
+        changes: &v2::SliceChanges,
+    ) -> Result<SlicePlan, SliceViolation> {
+        let by_name = |n: &str| {
+            stored
+                .iter()
+                .find(|s| s.metadata.name.as_deref() == Some(n))
+                .map(Arc::as_ref)
+        };
+        let changes = SliceChanges {
+            create: changes
+                .create
+                .iter()
+                .map(|s| crate::view_slices::slice_object(s, None))
+                .collect(),
+            update: changes
+                .update
+                .iter()
+                .map(|s| crate::view_slices::slice_object(s, by_name(&s.name)))
+                .collect(),
+            delete: changes.delete.clone(),
+        };
+        let ctx = SliceContext {
+            namespace,
+            name,
+            service_uid: (!service_uid.is_empty()).then_some(service_uid),
+            stored,
+            max_endpoints_per_slice: self.outputs.max_endpoints_per_slice,
+        };
+        validate_slices(&ctx, &changes)
+    }
+
+    /// Says once per guest, in the log and a counter, that the active guest cannot render
+    /// the EndpointSlices `--manage` asked for.
+    pub fn note_no_slices(&self, guest: &crate::runtime::Guest) {
+        let mut noted = self
+            .slice_stats
+            .noted_digest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if noted.as_deref() != Some(guest.digest()) {
+            *noted = Some(guest.digest().to_string());
+            self.slice_stats.unsupported_guests.inc();
+            tracing::warn!(
+                digest = guest.digest(),
+                world = %guest.world(),
+                "--manage asks for EndpointSlices, but the guest targets weir:endpoints@0.1.0 and renders Endpoints only; EndpointSlices are left as they are until a 0.2.0 guest is active"
+            );
+        }
     }
 }

@@ -6,8 +6,13 @@ use std::sync::{Arc, Mutex};
 
 use crate::controller::cache::Cache;
 use crate::controller::writer::{EventRecorder, Writer, Written, is_namespace_terminating};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
 use crate::metrics::{Metrics, ResultLabel};
+use crate::reconcile::slices::SlicePlan;
 use crate::runtime::bindings as wit;
+use crate::runtime::bindings_v0_2 as v2;
+use crate::runtime::convert::endpoints_decision_to_v0_1;
 use crate::runtime::health::CallHealth;
 use crate::runtime::{ActiveGuest, CallError, Guest};
 use crate::trigger_time::TriggerTimeTracker;
@@ -26,6 +31,10 @@ pub enum SyncError {
     /// The guest failed.
     #[error(transparent)]
     Guest(#[from] CallError),
+    /// The guest's decision was written but reported problems (for example a pod skipped
+    /// because its Node is missing, R2.10); the key is retried.
+    #[error("guest reported: {0}")]
+    Decision(String),
     /// The guest's decision broke the contract.
     #[error(transparent)]
     Invalid(#[from] Violation),
@@ -223,6 +232,10 @@ impl Syncer {
             return Ok(Prepared::Done(Outcome::Unchanged));
         }
         let service = self.cache.service(namespace, name).map(|s| s.view);
+        if self.outputs.endpoint_slices && service.is_none() {
+            // Its slices go by garbage collection through their ownerReference (R1.20).
+            self.slice_tracker.forget(key);
+        }
         // The one read of the stored Endpoints in this sync: the guest decides on this
         // snapshot and the write carries its resourceVersion.
         let stored = self.cache.endpoints(key);
@@ -244,16 +257,12 @@ impl Syncer {
             }
             _ => {}
         }
-        if self.outputs.endpoint_slices {
-            match &service {
-                // Its slices go by garbage collection through their ownerReference (R1.20).
-                None => self.slice_tracker.forget(key),
-                // Same order as for Endpoints (R1.26 after R1.20–R1.22).
-                Some(s) if gets_endpoints(s) => {
-                    self.check_slices_fresh(key, &self.cache.slices.for_service(key))?
-                }
-                _ => {}
-            }
+        if self.outputs.endpoint_slices
+            && let Some(s) = &service
+            && gets_endpoints(s)
+        {
+            // Same order as for Endpoints (R1.26 after R1.20–R1.22).
+            self.check_slices_fresh(key, &self.cache.slices.for_service(key))?;
         }
         let request = self.request(key, namespace, name, service, stored.as_deref());
         Ok(Prepared::Call {
@@ -262,7 +271,8 @@ impl Syncer {
         })
     }
 
-    /// Syncs one key.
+    /// Syncs one key: one guest call decides both outputs; Endpoints are written first, then
+    /// the EndpointSlices. A decision refused in either part writes nothing.
     pub async fn sync(&self, key: &str) -> Result<Outcome, SyncError> {
         let (request, stored) = match self.prepare(key)? {
             Prepared::Done(outcome) => return Ok(outcome),
@@ -284,36 +294,76 @@ impl Syncer {
                 ..request
             },
         );
+        let renders_slices = guest.world().has_slices();
+        if self.outputs.endpoint_slices && !renders_slices {
+            self.note_no_slices(&guest);
+        }
+        let slices_on = self.outputs.endpoint_slices && renders_slices && request.service.is_some();
+        let stored_slices = if slices_on {
+            self.cache.slices.for_service(key)
+        } else {
+            Vec::new()
+        };
+        let request = self.request_v0_2(&request, &stored_slices, slices_on);
         let digest = guest.digest().to_string();
         let max_addresses = guest.limits().max_addresses;
         // Awaited on the worker: the call is a future bounded by its deadline whatever the
         // guest does (see `Runtime::sandboxed`), so no blocking thread is needed.
         let started = std::time::Instant::now();
-        let decision = guest.call(&request).await;
+        let decision = guest.call_v0_2(&request).await;
         let took = started.elapsed();
         let shadow_decision = match &self.shadow {
             None => None,
             // The shadow may be a different policy, with a configuration of its own.
             Some(shadow) => Some(match &self.shadow_config {
                 Some(config) => {
-                    let request = wit::Request {
+                    let request = v2::Request {
                         config: config.clone(),
                         ..request
                     };
-                    shadow.call(&request).await
+                    shadow.call_v0_2(&request).await
                 }
-                None => shadow.call(&request).await,
+                None => shadow.call_v0_2(&request).await,
             }),
         };
         self.metrics.guest_call_duration.observe(took.as_secs_f64());
-        let action = decision.map_err(SyncError::from).and_then(|decision| {
-            validate(namespace, name, &decision, stored.as_deref(), max_addresses)
-                .map_err(SyncError::from)
-        });
+        self.slice_stats.renders_slices.set(i64::from(renders_slices));
+        let checked = async {
+            let decision = decision?;
+            let action = if self.outputs.endpoints {
+                validate(
+                    namespace,
+                    name,
+                    &endpoints_decision_to_v0_1(decision.endpoints.clone()),
+                    stored.as_deref(),
+                    max_addresses,
+                )?
+            } else {
+                Action::None
+            };
+            let plan = if slices_on {
+                match self.plan_slices(
+                    namespace,
+                    name,
+                    &service_uid,
+                    &stored_slices,
+                    &decision.slices,
+                ) {
+                    Ok(plan) => plan,
+                    Err(v) => {
+                        return Err(self.refuse_slices(namespace, name, &service_uid, v).await);
+                    }
+                }
+            } else {
+                SlicePlan::default()
+            };
+            Ok::<_, SyncError>((action, plan, decision))
+        }
+        .await;
         // Rollback judges the guest by every call that gave no usable decision: traps and
         // timeouts, and also errors it returned and decisions validation refused.
-        self.health.record(&digest, action.is_err());
-        let call_result = match &action {
+        self.health.record(&digest, checked.is_err());
+        let call_result = match &checked {
             Ok(_) => "ok",
             Err(SyncError::Guest(CallError::Guest(_))) => "error",
             Err(SyncError::Guest(CallError::Timeout(_))) => "timeout",
@@ -327,32 +377,73 @@ impl Syncer {
                 result: call_result,
             })
             .inc();
-        let action = action?;
+        let (action, plan, decision) = checked?;
         if let Some(shadow) = shadow_decision {
             self.compare_shadow(
                 key,
-                namespace,
-                name,
-                &action,
+                (namespace, name, &service_uid),
+                (&action, &plan),
                 shadow,
-                stored.as_deref(),
+                (stored.as_deref(), &stored_slices),
                 max_addresses,
             );
         }
-        self.execute(key, namespace, name, &service_uid, action)
-            .await
+        let outcome = self
+            .execute(key, namespace, name, &service_uid, action)
+            .await?;
+        let deleting = self
+            .cache
+            .service(namespace, name)
+            .is_some_and(|s| s.deleting);
+        let slice_writes = self
+            .write_slices(key, namespace, name, &service_uid, plan, deleting)
+            .await?;
+        if slice_writes > 0 {
+            tracing::info!(%key, writes = slice_writes, "endpoint slices written");
+        }
+        if slices_on {
+            for event in &decision.events {
+                self.events
+                    .record(
+                        namespace,
+                        name,
+                        &service_uid,
+                        event.warning,
+                        &event.reason,
+                        &event.message,
+                    )
+                    .await;
+            }
+            if !decision.errors.is_empty() {
+                let errors = decision.errors.join("; ");
+                let message = format!("Error updating Endpoint Slices for Service {key}: {errors}");
+                self.events
+                    .warn(
+                        namespace,
+                        name,
+                        &service_uid,
+                        super::slice_sync::FAILED_TO_UPDATE,
+                        &message,
+                    )
+                    .await;
+                return Err(SyncError::Decision(errors));
+            }
+        }
+        Ok(outcome)
     }
 
-    /// Records how the shadow guest's decision compares with the active one; writes nothing.
-    #[allow(clippy::too_many_arguments)]
+    /// Records how the shadow guest's decision compares with the active one (Endpoints and
+    /// slices); writes nothing.
     fn compare_shadow(
         &self,
         key: &str,
-        namespace: &str,
-        name: &str,
-        active: &Action,
-        shadow: Result<wit::Decision, CallError>,
-        stored: Option<&k8s_openapi::api::core::v1::Endpoints>,
+        (namespace, name, uid): (&str, &str, &str),
+        (active, active_plan): (&Action, &SlicePlan),
+        shadow: Result<v2::Decision, CallError>,
+        (stored, stored_slices): (
+            Option<&k8s_openapi::api::core::v1::Endpoints>,
+            &[Arc<EndpointSlice>],
+        ),
         max_addresses: usize,
     ) {
         let count = |result| {
@@ -362,27 +453,55 @@ impl Syncer {
                 .inc()
         };
         let shadow = shadow.map_err(|e| e.to_string()).and_then(|d| {
-            validate(namespace, name, &d, stored, max_addresses).map_err(|e| e.to_string())
+            let action = if self.outputs.endpoints {
+                validate(
+                    namespace,
+                    name,
+                    &endpoints_decision_to_v0_1(d.endpoints),
+                    stored,
+                    max_addresses,
+                )
+                .map_err(|e| e.to_string())?
+            } else {
+                Action::None
+            };
+            let plan = if active_plan.is_empty()
+                && d.slices.create.is_empty()
+                && d.slices.update.is_empty()
+                && d.slices.delete.is_empty()
+            {
+                SlicePlan::default()
+            } else {
+                self.plan_slices(namespace, name, uid, stored_slices, &d.slices)
+                    .map_err(|e| e.to_string())?
+            };
+            Ok((action, plan))
         });
         match shadow {
             Err(error) => {
                 count("failed");
                 tracing::debug!(%key, %error, "shadow guest failed");
             }
-            Ok(shadow) => {
-                if same_action(active, &shadow) {
+            Ok((shadow, shadow_plan)) => {
+                let slices_differ = super::slice_sync::comparable_plan(active_plan)
+                    != super::slice_sync::comparable_plan(&shadow_plan);
+                if same_action(active, &shadow) && !slices_differ {
                     count("same");
                 } else {
                     count("different");
-                    let render = |a: &Action| {
-                        serde_json::to_value(crate::cases::decision_json(a)).unwrap_or_default()
+                    let render = |a: &Action, p: &SlicePlan| {
+                        let mut v = serde_json::to_value(crate::cases::decision_json(a))
+                            .unwrap_or_default();
+                        v["endpointSlices"] =
+                            serde_json::json!(super::slice_sync::comparable_plan(p));
+                        v
                     };
                     tracing::debug!(
                         %key,
                         active = active.name(),
                         shadow = shadow.name(),
                         "shadow decision differs:\n{}",
-                        crate::cases::diff(&render(active), &render(&shadow))
+                        crate::cases::diff(&render(active, active_plan), &render(&shadow, &shadow_plan))
                     );
                 }
             }

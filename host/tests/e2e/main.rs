@@ -4,6 +4,7 @@
 mod cluster;
 mod orphans;
 mod process;
+mod slices;
 mod staleness;
 #[path = "../support/mod.rs"]
 mod support;

@@ -98,10 +98,17 @@ fn weir_demo_gives_every_demo_service_its_endpoints() {
         "payments/ledger",
         "payments/gateway",
     ];
-    let lines = demo.read_until("every demo Service's endpoints", |seen| {
+    // Each Service shows up twice: its Endpoints line, and its EndpointSlice line.
+    let lines = demo.read_until("every demo Service's endpoints and slices", |seen| {
         services.iter().all(|s| {
-            seen.iter()
-                .any(|l| l.starts_with(&format!("{s} ")) && !l.contains("ready []  not-ready []"))
+            let shown = |slice: bool| {
+                seen.iter().any(|l| {
+                    l.starts_with(&format!("{s} "))
+                        && l.contains("(slice ") == slice
+                        && !l.contains("ready []  not-ready []")
+                })
+            };
+            shown(false) && shown(true)
         })
     });
     assert!(
@@ -152,22 +159,45 @@ async fn dry_run_prints_decisions_and_writes_nothing() {
         "127.0.0.1:0",
     ]);
     let lines = tokio::task::spawn_blocking(move || {
-        let lines = run.read_until("the dry-run create", |seen| {
-            seen.iter().any(|l| l.contains("\"create\""))
+        let lines = run.read_until("the dry-run creates", |seen| {
+            seen.iter()
+                .any(|l| l.contains("\"create\"") && l.contains("\"endpoints\""))
+                && seen
+                    .iter()
+                    .any(|l| l.contains("\"create\"") && l.contains("\"endpointSlice\""))
         });
         (run.stop("-TERM"), lines)
     })
     .await
     .unwrap();
-    let create: serde_json::Value =
-        serde_json::from_str(lines.1.iter().find(|l| l.contains("\"create\"")).unwrap()).unwrap();
+    let create: serde_json::Value = serde_json::from_str(
+        lines
+            .1
+            .iter()
+            .find(|l| l.contains("\"endpoints\""))
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(create["key"], "app/web");
     assert_eq!(
         create["endpoints"]["subsets"][0]["addresses"][0]["ip"],
         "10.1.0.1"
     );
     assert!(lines.0.success());
+    let slice: serde_json::Value = serde_json::from_str(
+        lines
+            .1
+            .iter()
+            .find(|l| l.contains("\"endpointSlice\""))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        slice["endpointSlice"]["endpoints"][0]["addresses"][0],
+        "10.1.0.1"
+    );
     assert_eq!(c.endpoints_writes(), 0, "a dry run writes nothing");
+    assert_eq!(c.server.stats().writes("endpointslices"), 0);
     assert!(c.endpoints("app", "web").is_none());
 }
 

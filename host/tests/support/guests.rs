@@ -27,6 +27,28 @@ pub const TEST_GUESTS: &[&str] = &[
     "wrong-world",
 ];
 
+/// Example policies of `guest/examples/` the tests run, by directory name; built with the
+/// test guests.
+pub const EXAMPLE_GUESTS: &[&str] = &["drain-annotation"];
+
+/// The bytes of the example policy `guest/examples/<name>`, built on first use.
+pub fn example_guest_bytes(name: &str) -> Vec<u8> {
+    assert!(
+        EXAMPLE_GUESTS.contains(&name),
+        "no example guest {name:?}; add its directory name to EXAMPLE_GUESTS"
+    );
+    let path = built_dir().join(format!("weir_example_{}.wasm", name.replace('-', "_")));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+fn built_dir() -> &'static Path {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match BUILT.get_or_init(build_all) {
+        Ok(dir) => dir,
+        Err(message) => panic!("{message}"),
+    }
+}
+
 /// The workspace root (this file is in `host/tests/support/`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -42,12 +64,7 @@ pub fn test_guest(name: &str) -> PathBuf {
         TEST_GUESTS.contains(&name),
         "no test guest {name:?}; add its directory name to TEST_GUESTS"
     );
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let dir = match BUILT.get_or_init(build_all) {
-        Ok(dir) => dir,
-        Err(message) => panic!("{message}"),
-    };
-    let path = dir.join(format!("weir_test_{}.wasm", name.replace('-', "_")));
+    let path = built_dir().join(format!("weir_test_{}.wasm", name.replace('-', "_")));
     assert!(
         path.exists(),
         "the guest build did not produce {}",
@@ -74,6 +91,9 @@ fn build_all() -> Result<PathBuf, String> {
         .arg(&target_dir);
     for name in TEST_GUESTS {
         command.args(["-p", &format!("weir-test-{name}")]);
+    }
+    for name in EXAMPLE_GUESTS {
+        command.args(["-p", &format!("weir-example-{name}")]);
     }
     // Flags meant for the host build (coverage, sanitizers, a host target, the outer target
     // directory) must not leak into the guest build.
