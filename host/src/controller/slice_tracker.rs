@@ -14,12 +14,12 @@ use std::sync::Mutex;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 /// `endpointslice.kubernetes.io/managed-by`.
-pub const LABEL_MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
+pub const LABEL_MANAGED_BY: &str = weir_policy::well_known::SLICE_MANAGED_BY_LABEL;
 /// The managed-by value of upstream's EndpointSlice controller, which weir writes too so it
 /// adopts kube-controller-manager's slices (and they adopt weir's).
-pub const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
+pub const MANAGED_BY: &str = weir_policy::well_known::SLICE_CONTROLLER_NAME;
 /// `kubernetes.io/service-name`.
-pub const LABEL_SERVICE_NAME: &str = "kubernetes.io/service-name";
+pub const LABEL_SERVICE_NAME: &str = weir_policy::well_known::SERVICE_NAME_LABEL;
 
 /// The special generation meaning "weir deleted it and expects it gone".
 const DELETION_EXPECTED: i64 = -1;

@@ -14,12 +14,10 @@ use super::slice_tracker::{
 };
 use crate::runtime::bindings as wit;
 
-/// Label of a Node naming its zone.
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-/// Service annotation switching on topology-aware hints (`Auto`/`auto`).
-pub const TOPOLOGY_MODE_ANNOTATION: &str = "service.kubernetes.io/topology-mode";
-/// The deprecated form of [`TOPOLOGY_MODE_ANNOTATION`]; it wins when both are set.
-pub const TOPOLOGY_HINTS_ANNOTATION: &str = "service.kubernetes.io/topology-aware-hints";
+use weir_policy::well_known::{
+    TOPOLOGY_AWARE_HINTS_ANNOTATION as TOPOLOGY_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION,
+    ZONE_LABEL,
+};
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
@@ -150,7 +148,7 @@ impl NodeView {
             cpu_millis: status
                 .and_then(|s| s.allocatable.as_ref())
                 .and_then(|a| a.get("cpu"))
-                .and_then(|q| cpu_millis(&q.0))
+                .and_then(|q| crate::view_slices::milli_cpu(&q.0))
                 .unwrap_or(0),
             control_plane: labels.is_some_and(|l| {
                 l.contains_key("node-role.kubernetes.io/control-plane")
@@ -168,18 +166,6 @@ impl NodeView {
             _ => true,
         }
     }
-}
-
-/// A CPU quantity (`2`, `1500m`, `0.5`) in millicores. Hand-written because neither
-/// k8s-openapi nor kube parses quantities and CPU is written in these forms; binary suffixes
-/// (`Ki`, ...), which make no sense for CPU, are refused (the Node then counts as no CPU).
-fn cpu_millis(q: &str) -> Option<u64> {
-    let q = q.trim();
-    if let Some(m) = q.strip_suffix('m') {
-        return m.parse().ok();
-    }
-    let cores: f64 = q.parse().ok()?;
-    (cores.is_finite() && cores >= 0.0).then(|| (cores * 1000.0).round() as u64)
 }
 
 /// Nodes by name.
@@ -443,12 +429,6 @@ mod tests {
             NodeView::from_node(&node(Some(""), true, "0.5", json!({}))).zone,
             None
         );
-        assert_eq!(
-            cpu_millis("1e3"),
-            Some(1_000_000),
-            "scientific notation parses as a number"
-        );
-        assert_eq!(cpu_millis("lots"), None);
         let cp = NodeView::from_node(&node(
             None,
             true,
