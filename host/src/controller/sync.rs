@@ -327,7 +327,9 @@ impl Syncer {
             }),
         };
         self.metrics.guest_call_duration.observe(took.as_secs_f64());
-        self.slice_stats.renders_slices.set(i64::from(renders_slices));
+        self.slice_stats
+            .renders_slices
+            .set(i64::from(renders_slices));
         let checked = async {
             let decision = decision?;
             let action = if self.outputs.endpoints {

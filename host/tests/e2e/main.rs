@@ -504,10 +504,35 @@ async fn terminating_pods_leave_endpoints_unless_publish_not_ready() {
         .await;
 
     let pods: Api<core::Pod> = Api::namespaced(c.client.clone(), "app");
-    let grace = kube::api::DeleteParams::default().grace_period(5);
+    let grace = kube::api::DeleteParams::default().grace_period(10);
     pods.delete("b", &grace).await.unwrap();
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     run.idle().await;
+    // Its EndpointSlice keeps it, marked terminating and still serving (it was ready).
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(c.client.clone(), "app");
+    let of_all = kube::api::ListParams::default().labels("kubernetes.io/service-name=all");
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let listed = slices.list(&of_all).await.unwrap();
+        let b = listed
+            .items
+            .iter()
+            .flat_map(|s| s.endpoints.iter().flatten())
+            .find(|e| e.addresses.iter().any(|a| a == "10.1.0.2"))
+            .and_then(|e| e.conditions.clone());
+        if let Some(conditions) = &b
+            && conditions.terminating == Some(true)
+        {
+            assert_eq!(conditions.serving, Some(true), "{conditions:?}");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no terminating endpoint for pod b in the slices of app/all: {b:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let all = c.endpoints("app", "all").unwrap();
     let terminating = c.server.store().get("pods", "app", "b");
     assert!(
