@@ -331,12 +331,15 @@ impl Syncer {
             .renders_slices
             .set(i64::from(renders_slices));
         let checked = async {
-            let decision = decision?;
+            let mut decision = decision?;
+            // Moved out, not cloned: after validation only the slices, events and errors of
+            // the decision are read.
+            let endpoints = std::mem::replace(&mut decision.endpoints, v2::EndpointsDecision::None);
             let action = if self.outputs.endpoints {
                 validate(
                     namespace,
                     name,
-                    &endpoints_decision_to_v0_1(decision.endpoints.clone()),
+                    &endpoints_decision_to_v0_1(endpoints),
                     stored.as_deref(),
                     max_addresses,
                 )?
