@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use tokio::runtime::Runtime as Tokio;
+use weir::reconcile::validate::validate;
 use weir::runtime::bindings as wit;
 use weir::runtime::{Guest, Limits, Runtime};
-use weir::validate::validate;
 use weir_policy::testing;
 use weir_policy::types as native;
 use weir_policy::{DefaultPolicy, reconcile};

@@ -12,14 +12,14 @@ use k8s_openapi::api::discovery::v1 as discovery;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::reconcile::trigger_time::TriggerTimeTracker;
+use crate::reconcile::validate::{Action, Violation, validate};
+use crate::reconcile::view;
+use crate::reconcile::view_slices::{self, SliceInputs};
 use crate::runtime::bindings as wit;
 use crate::runtime::bindings_v0_2 as wit2;
 use crate::runtime::{CallError, CallTiming, Guest, World, convert};
 use crate::selector::service_selects;
-use crate::trigger_time::TriggerTimeTracker;
-use crate::validate::{Action, Violation, validate};
-use crate::view;
-use crate::view_slices::{self, SliceInputs};
 
 /// Annotation ignored when comparing, since it carries a time.
 const TRIGGER_TIME: &str = weir_policy::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;

@@ -3,12 +3,12 @@
 //! A Kubernetes Endpoints controller whose reconcile logic is a WebAssembly component.
 //!
 //! - [`runtime`] runs guests (wasmtime): compile, check, instantiate per call, limits.
-//! - [`view`] turns Kubernetes objects into the WIT views and decisions back into Endpoints.
-//! - [`validate`] checks a guest's decision before anything is written; [`reconcile`] does
-//!   the same for EndpointSlice changes.
+//! - [`reconcile`] holds one sync's pure parts, shared by the controller and the case runner:
+//!   the WIT views of Kubernetes objects and the request, the trigger time, and the
+//!   validation of a guest's decision before anything is written.
+//! - [`controller`] runs the watches, caches, event mapping, syncs and writes.
+//! - [`queue`] is the client-go-style work queue the controller's workers share.
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
-//! - [`trigger_time`] computes the last-change-trigger-time annotation.
-//! - [`view_slices`] does the same for EndpointSlices, Nodes and the 0.2.0 request.
 //! - [`metrics`] holds every Prometheus metric, registered once and passed down.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
 //!
@@ -24,7 +24,3 @@ pub mod reconcile;
 pub mod runtime;
 pub mod selector;
 pub mod swap;
-pub mod trigger_time;
-pub mod validate;
-pub mod view;
-pub mod view_slices;

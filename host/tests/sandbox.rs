@@ -6,9 +6,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::{request, test_guest_bytes};
+use weir::reconcile::validate::validate;
 use weir::runtime::bindings::Decision;
 use weir::runtime::{CallError, Guest, Limits, LoadError, Runtime};
-use weir::validate::validate;
 
 fn runtime(deadline: Duration, memory: usize) -> Runtime {
     Runtime::new(Limits {

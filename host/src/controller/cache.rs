@@ -32,7 +32,7 @@ impl CachedPod {
     /// Projects a Pod.
     pub fn from_pod(pod: &core::Pod) -> Self {
         CachedPod {
-            view: Arc::new(crate::view::pod(pod)),
+            view: Arc::new(crate::reconcile::view::pod(pod)),
             resource_version: pod.metadata.resource_version.clone().unwrap_or_default(),
         }
     }
@@ -172,7 +172,7 @@ impl Cache {
         if managed {
             write(&self.unmanaged).remove(&k);
             let cached = CachedService {
-                view: Arc::new(crate::view::service(svc, &namespace)),
+                view: Arc::new(crate::reconcile::view::service(svc, &namespace)),
                 resource_version: svc.metadata.resource_version.clone().unwrap_or_default(),
                 traffic_distribution: svc
                     .spec

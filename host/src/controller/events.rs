@@ -110,7 +110,7 @@ mod tests {
             json!({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}),
         )
         .unwrap();
-        Arc::new(crate::view::service(&s, "ns"))
+        Arc::new(crate::reconcile::view::service(&s, "ns"))
     }
 
     fn services() -> Vec<Arc<wit::Service>> {

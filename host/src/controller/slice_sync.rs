@@ -9,11 +9,11 @@ use super::slice_tracker::is_managed;
 use super::sync::{SyncError, Syncer};
 use super::writer::{SliceWrite, is_namespace_terminating};
 use crate::metrics::Metrics;
-use crate::reconcile::slices::{
+use crate::reconcile::validate_slices::{
     Refusal, SliceChanges, SliceContext, SlicePlan, SliceViolation, validate_slices,
 };
+use crate::reconcile::view_slices::{NodeZones, SliceInputs};
 use crate::runtime::bindings_v0_2 as v2;
-use crate::view_slices::{NodeZones, SliceInputs};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 
@@ -264,7 +264,7 @@ impl Syncer {
                     .collect()
             });
         let max = u32::try_from(self.outputs.max_endpoints_per_slice).unwrap_or(u32::MAX);
-        let mut v2_request = crate::view_slices::request(
+        let mut v2_request = crate::reconcile::view_slices::request(
             request,
             SliceInputs {
                 service: None,
@@ -307,12 +307,12 @@ impl Syncer {
             create: changes
                 .create
                 .iter()
-                .map(|s| crate::view_slices::slice_object(s, None))
+                .map(|s| crate::reconcile::view_slices::slice_object(s, None))
                 .collect(),
             update: changes
                 .update
                 .iter()
-                .map(|s| crate::view_slices::slice_object(s, by_name(&s.name)))
+                .map(|s| crate::reconcile::view_slices::slice_object(s, by_name(&s.name)))
                 .collect(),
             delete: changes.delete.clone(),
         };

@@ -148,7 +148,7 @@ impl NodeView {
             cpu_millis: status
                 .and_then(|s| s.allocatable.as_ref())
                 .and_then(|a| a.get("cpu"))
-                .and_then(|q| crate::view_slices::milli_cpu(&q.0))
+                .and_then(|q| crate::reconcile::view_slices::milli_cpu(&q.0))
                 .unwrap_or(0),
             control_plane: labels.is_some_and(|l| {
                 l.contains_key("node-role.kubernetes.io/control-plane")

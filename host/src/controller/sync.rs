@@ -9,15 +9,15 @@ use crate::controller::writer::{EventRecorder, Writer, Written, is_namespace_ter
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::metrics::{Metrics, ResultLabel};
-use crate::reconcile::slices::SlicePlan;
+use crate::reconcile::trigger_time::TriggerTimeTracker;
+use crate::reconcile::validate::{Action, Violation, validate};
+use crate::reconcile::validate_slices::SlicePlan;
+use crate::reconcile::view;
 use crate::runtime::bindings as wit;
 use crate::runtime::bindings_v0_2 as v2;
 use crate::runtime::convert::endpoints_decision_to_v0_1;
 use crate::runtime::health::CallHealth;
 use crate::runtime::{ActiveGuest, CallError, Guest};
-use crate::trigger_time::TriggerTimeTracker;
-use crate::validate::{Action, Violation, validate};
-use crate::view;
 
 /// Why a sync failed; the key goes back to the queue with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +43,7 @@ pub enum SyncError {
     StaleSlices(String),
     /// The guest's slice changes broke the contract.
     #[error(transparent)]
-    InvalidSlices(#[from] crate::reconcile::slices::SliceViolation),
+    InvalidSlices(#[from] crate::reconcile::validate_slices::SliceViolation),
     /// The API server refused or failed a slice write.
     #[error("{action} of an endpoint slice of {key} failed: {source}")]
     SliceWrite {
@@ -691,7 +691,7 @@ mod tests {
     #[test]
     fn trigger_times_are_not_tracked_for_external_name_or_nil_selector() {
         let s = syncer();
-        let view = |spec| Arc::new(crate::view::service(&service(spec), "ns"));
+        let view = |spec| Arc::new(crate::reconcile::view::service(&service(spec), "ns"));
         let created = Some("2024-01-01T00:00:00Z".to_string());
         let mut external = selecting();
         external["type"] = json!("ExternalName");
@@ -743,7 +743,7 @@ mod tests {
                 Some(current.resource_version.as_str()),
                 stored.metadata.resource_version.as_deref()
             );
-            assert_eq!(current, crate::view::endpoints(&stored));
+            assert_eq!(current, crate::reconcile::view::endpoints(&stored));
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         flipper.join().unwrap();

@@ -1,4 +1,15 @@
-//! One sync's pure parts, shared by the controller and the case runner: checking a guest's
-//! decision and turning it into the objects to write.
+//! One sync's pure parts, shared by the controller and the case runner: no I/O here.
+//!
+//! - [`view`] turns Kubernetes objects into the 0.1.0 WIT views, and decisions back into
+//!   Endpoints; [`view_slices`] does the same for EndpointSlices, Nodes and the 0.2.0 request.
+//! - [`trigger_time`] computes the last-change-trigger-time annotation, which needs memory
+//!   across syncs that a stateless guest lacks.
+//! - [`validate`] checks a guest's Endpoints decision before anything is written, and
+//!   [`validate_slices`] checks its EndpointSlice changes and turns them into the objects to
+//!   send.
 
-pub mod slices;
+pub mod trigger_time;
+pub mod validate;
+pub mod validate_slices;
+pub mod view;
+pub mod view_slices;

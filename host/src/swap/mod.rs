@@ -14,9 +14,9 @@ use serde::Serialize;
 use crate::cases::{Case, check_file, discover};
 use crate::controller::Handle;
 use crate::metrics::ReasonLabel;
+use crate::reconcile::validate::validate;
 use crate::runtime::bindings as wit;
 use crate::runtime::{Active, Guest, Runtime, digest};
-use crate::validate::validate;
 
 /// How swaps are checked and judged.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use weir::cases::Case;
 use weir::controller::Config;
-use weir::validate::Action;
+use weir::reconcile::validate::Action;
 
 fn http_port() -> serde_json::Value {
     json!([{"name": "http", "port": 80, "targetPort": 8080}])

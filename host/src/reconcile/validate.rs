@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use k8s_openapi::api::core::v1 as core;
 use weir_policy::ip::IpText;
 
+use crate::reconcile::view;
 use crate::runtime::bindings as wit;
-use crate::view;
 
 /// What the controller does for a key once the decision passed validation.
 #[derive(Debug, Clone, PartialEq)]

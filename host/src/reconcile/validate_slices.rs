@@ -353,12 +353,12 @@ fn check_slice(
                 ));
             }
             if slice.address_type != "FQDN" {
-                crate::validate::check_ip(address)
+                crate::reconcile::validate::check_ip(address)
                     .map_err(|m| refuse(Refusal::Invalid, format!("{at}.addresses[{k}]: {m}")))?;
             }
         }
         if let Some(h) = endpoint.hostname.as_deref()
-            && !crate::validate::is_dns_label(h)
+            && !crate::reconcile::validate::is_dns_label(h)
         {
             return Err(refuse(
                 Refusal::Invalid,
@@ -508,7 +508,7 @@ fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), Slic
 
 /// A DNS-1123 subdomain, as FQDN addresses must be.
 fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(crate::validate::is_dns_label)
+    s.len() <= 253 && s.split('.').all(crate::reconcile::validate::is_dns_label)
 }
 
 /// Whether `ip` is an address of the family `address_type` names.
