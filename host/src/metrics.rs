@@ -319,16 +319,19 @@ impl Metrics {
             .clone()
     }
 
-    /// Marks `guest` as the active guest in `weir_guest_info`, replacing the previous one.
+    /// Marks `guest` as the active guest in `weir_guest_info` (replacing the previous one) and
+    /// in `weir_guest_renders_slices`. Called at start and at every swap or rollback, the only
+    /// times the active guest changes.
     pub fn set_guest(&self, guest: &crate::runtime::Guest) {
-        use crate::runtime::{WIT_PACKAGE, WORLD};
+        let world = guest.world();
         self.guest_info.clear();
         self.guest_info
             .get_or_create(&GuestInfoLabels {
                 digest: guest.digest().into(),
-                world: format!("{WIT_PACKAGE}/{WORLD}"),
+                world: format!("{}/{}", world.package(), crate::runtime::WORLD),
             })
             .set(1);
+        self.guest_renders_slices.set(i64::from(world.has_slices()));
     }
 
     /// Sets `leader_election_master_status{name}`.

@@ -37,8 +37,6 @@ pub struct SliceStats {
     pub refused: [Counter; Refusal::ALL.len()],
     /// Guests made active that cannot render the EndpointSlices `--manage` asks for.
     pub unsupported_guests: Counter,
-    /// 1 while the active guest renders EndpointSlices.
-    pub renders_slices: Gauge,
     /// Digest of the last guest reported as unable to render slices (reported once).
     noted_digest: Arc<std::sync::Mutex<Option<String>>>,
 }
@@ -54,7 +52,6 @@ impl SliceStats {
             stale: metrics.slice_stale_syncs.clone(),
             refused: Refusal::ALL.map(|r| metrics.slice_refusal(r.as_str())),
             unsupported_guests: metrics.guest_slices_unsupported.clone(),
-            renders_slices: metrics.guest_renders_slices.clone(),
             noted_digest: Arc::default(),
         }
     }

@@ -327,9 +327,6 @@ impl Syncer {
             }),
         };
         self.metrics.guest_call_duration.observe(took.as_secs_f64());
-        self.slice_stats
-            .renders_slices
-            .set(i64::from(renders_slices));
         let checked = async {
             let mut decision = decision?;
             // Moved out, not cloned: after validation only the slices, events and errors of

@@ -485,6 +485,28 @@ async fn swapping_between_a_0_1_and_a_0_2_guest_keeps_slices_live() {
         1,
         "said once"
     );
+    let guest_metrics = |metrics: &weir::metrics::Metrics| {
+        let text = metrics.encode_text().unwrap();
+        let world = text
+            .lines()
+            .find(|l| l.starts_with("weir_guest_info{"))
+            .and_then(|l| l.split("world=\"").nth(1))
+            .and_then(|w| w.split('"').next())
+            .map(str::to_string);
+        let renders = text
+            .lines()
+            .find_map(|l| l.strip_prefix("weir_guest_renders_slices "))
+            .map(str::to_string);
+        (world, renders)
+    };
+    assert_eq!(
+        guest_metrics(&run.handle.metrics),
+        (
+            Some("weir:endpoints@0.1.0/endpoint-policy".into()),
+            Some("0".into())
+        ),
+        "the metrics name the 0.1.0 world"
+    );
     // To 0.2.0: the slices appear without a restart.
     let swap = swapper(&run);
     swap.offer(weir::runtime::DEFAULT_GUEST.to_vec(), "test")
@@ -494,6 +516,14 @@ async fn swapping_between_a_0_1_and_a_0_2_guest_keeps_slices_live() {
         lengths(s) == [2]
     })
     .await;
+    assert_eq!(
+        guest_metrics(&run.handle.metrics),
+        (
+            Some("weir:endpoints@0.2.0/endpoint-policy".into()),
+            Some("1".into())
+        ),
+        "the metrics follow the swap"
+    );
     // Back to 0.1.0: Endpoints follow a readiness flip, the slice is left as it was.
     swap.offer(support::test_guest_bytes("v0-1-default"), "test")
         .await
