@@ -15,7 +15,6 @@ use crate::reconcile::validate_slices::{
 use crate::reconcile::view_slices::{NodeZones, SliceInputs};
 use crate::runtime::bindings_v0_2 as v2;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
 
 /// Event reason for a slice write that failed (upstream's).
 pub const FAILED_TO_UPDATE: &str = "FailedToUpdateEndpointSlices";
