@@ -12,10 +12,12 @@ use k8s_openapi::api::discovery::v1 as discovery;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::reconcile::request::{self, SliceInputs};
 use crate::reconcile::trigger_time::TriggerTimeTracker;
 use crate::reconcile::validate::{Action, Violation, validate};
+use crate::reconcile::validate_slices::{self, SliceContext};
 use crate::reconcile::view;
-use crate::reconcile::view_slices::{self, SliceInputs};
+use crate::reconcile::view_slices;
 use crate::runtime::bindings as wit;
 use crate::runtime::bindings_v0_2 as wit2;
 use crate::runtime::{CallError, CallTiming, Guest, World, convert};
@@ -327,12 +329,16 @@ impl Case {
     /// Node facts, the slice size and the managed outputs.
     pub fn request_v0_2(&self) -> wit2::Request {
         let nodes = self.nodes.as_deref().map(view_slices::node_zones);
-        view_slices::request(
-            &self.request(),
+        let service = self.service.as_ref();
+        request::build(
+            self.request(),
             SliceInputs {
-                service: self.service.as_ref(),
+                traffic_distribution: service
+                    .and_then(|s| s.spec.as_ref())
+                    .and_then(|s| s.traffic_distribution.clone()),
+                deleting: service.is_some_and(|s| s.metadata.deletion_timestamp.is_some()),
                 nodes: nodes.as_ref(),
-                slices: &self.endpoint_slices,
+                slices: self.endpoint_slices.iter().collect(),
                 max_endpoints_per_slice: self.max_endpoints_per_slice,
                 zone_capacities: self.nodes.as_deref().and_then(view_slices::zone_capacities),
                 manage: self.outputs(),
@@ -379,46 +385,31 @@ impl Case {
             self.endpoints.as_ref(),
             crate::runtime::Limits::default().max_addresses,
         )?;
-        let stored = |name: &str| {
-            self.endpoint_slices
-                .iter()
-                .find(|s| s.metadata.name.as_deref() == Some(name))
-        };
-        let refuse = |m: String| RunError::Invalid(Violation(m));
-        let mut create = Vec::new();
-        for s in &slices.create {
-            if !s.name.is_empty() {
-                return Err(refuse(format!(
-                    "slice create names {:?}; creates use generateName",
-                    s.name
-                )));
-            }
-            create.push(view_slices::slice_object(s, None));
-        }
-        let mut update = Vec::new();
-        for s in &slices.update {
-            let Some(old) = stored(&s.name) else {
-                return Err(refuse(format!(
-                    "slice update of {:?}, which is not stored",
-                    s.name
-                )));
-            };
-            update.push(view_slices::slice_object(s, Some(old)));
-        }
-        for name in &slices.delete {
-            if stored(name).is_none() {
-                return Err(refuse(format!(
-                    "slice delete of {name:?}, which is not stored"
-                )));
-            }
-        }
+        let stored: Vec<&discovery::EndpointSlice> = self.endpoint_slices.iter().collect();
+        let service_uid = self
+            .service
+            .as_ref()
+            .and_then(|s| s.metadata.uid.as_deref());
+        // The controller's own check (and objects), with what the case says about the
+        // Service and its slices.
+        let plan = validate_slices::plan(
+            &SliceContext {
+                namespace: &request.namespace,
+                name: &request.name,
+                service_uid,
+                stored: &stored,
+                max_endpoints_per_slice: usize::try_from(self.max_endpoints_per_slice)
+                    .unwrap_or(usize::MAX),
+            },
+            &slices,
+        )?;
         Ok(Outcome {
             action,
             world,
             slices: SliceWrites {
-                create,
-                update,
-                delete: slices.delete,
+                create: plan.create,
+                update: plan.update,
+                delete: plan.delete.into_iter().map(|d| d.name).collect(),
             },
             errors,
             events: events
@@ -564,6 +555,9 @@ pub enum RunError {
     /// The decision broke the contract.
     #[error(transparent)]
     Invalid(#[from] Violation),
+    /// The slice changes broke the contract.
+    #[error(transparent)]
+    InvalidSlices(#[from] validate_slices::SliceViolation),
 }
 
 fn config_text(config: &Value) -> String {

@@ -231,3 +231,31 @@ fn guests_see_no_environment_filesystem_or_clock() {
         "monotonic clock moves: {report}"
     );
 }
+
+/// The swap gate judges a candidate as the controller would: both outputs go through the
+/// controller's own checks, so a candidate whose slices are for another Service is refused
+/// even when its Endpoints are right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_swap_gate_refuses_a_candidate_whose_slices_are_for_another_service() {
+    use weir::swap::{SwapConfig, validate_candidate};
+    let runtime = runtime(Duration::from_secs(5), 64 << 20);
+    let config = SwapConfig::default();
+    let bytes = test_guest_bytes("wrong-name");
+    let refusal = validate_candidate(&runtime, &config, bytes.clone(), "slices")
+        .await
+        .expect_err("slices for another Service");
+    assert_eq!(refusal.reason(), "config", "{refusal}");
+    assert!(
+        refusal
+            .to_string()
+            .contains("labels[kubernetes.io/service-name]: \"probe-other\""),
+        "{refusal}"
+    );
+    let refusal = validate_candidate(&runtime, &config, bytes, "")
+        .await
+        .expect_err("Endpoints for another Service");
+    assert!(refusal.to_string().contains("probe-other"), "{refusal}");
+    validate_candidate(&runtime, &config, weir::runtime::DEFAULT_GUEST.to_vec(), "")
+        .await
+        .expect("the default guest passes the same gate");
+}

@@ -53,7 +53,7 @@ async fn reconcile(args: Args) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Err(e @ (RunError::Call(_) | RunError::Invalid(_))) => {
+        Err(e @ (RunError::Call(_) | RunError::Invalid(_) | RunError::InvalidSlices(_))) => {
             eprintln!("weir: {}: {e}", args.case.display());
             ExitCode::from(1)
         }

@@ -9,10 +9,9 @@ use super::slice_tracker::is_managed;
 use super::sync::{SyncError, Syncer};
 use super::writer::{SliceWrite, is_namespace_terminating};
 use crate::metrics::Metrics;
-use crate::reconcile::validate_slices::{
-    Refusal, SliceChanges, SliceContext, SlicePlan, SliceViolation, validate_slices,
-};
-use crate::reconcile::view_slices::{NodeZones, SliceInputs};
+use crate::reconcile::request::SliceInputs;
+use crate::reconcile::validate_slices::{Refusal, SliceContext, SlicePlan, SliceViolation};
+use crate::reconcile::view_slices::NodeZones;
 use crate::runtime::bindings_v0_2 as v2;
 use prometheus_client::metrics::counter::Counter;
 
@@ -226,7 +225,7 @@ impl Syncer {
     /// path off it carries no slices and asks for Endpoints only.
     pub fn request_v0_2(
         &self,
-        request: &crate::runtime::bindings::Request,
+        request: crate::runtime::bindings::Request,
         stored: &[Arc<EndpointSlice>],
         slices_on: bool,
     ) -> v2::Request {
@@ -245,11 +244,6 @@ impl Syncer {
         } else {
             NodeZones::new()
         };
-        let slices: Vec<EndpointSlice> = if slices_on {
-            stored.iter().map(|s| (**s).clone()).collect()
-        } else {
-            Vec::new()
-        };
         let zone_capacities = slices_on
             .then(|| self.cache.nodes.zone_capacities())
             .flatten()
@@ -259,29 +253,27 @@ impl Syncer {
                     .map(|(zone, cpu_millis)| v2::ZoneCapacity { zone, cpu_millis })
                     .collect()
             });
-        let max = u32::try_from(self.outputs.max_endpoints_per_slice).unwrap_or(u32::MAX);
-        let mut v2_request = crate::reconcile::view_slices::request(
+        let cached = self.cache.service(&request.namespace, &request.name);
+        crate::reconcile::request::build(
             request,
             SliceInputs {
-                service: None,
+                traffic_distribution: cached.as_ref().and_then(|c| c.traffic_distribution.clone()),
+                deleting: cached.is_some_and(|c| c.deleting),
                 nodes: Some(&nodes),
-                slices: &slices,
-                max_endpoints_per_slice: max,
+                slices: if slices_on {
+                    stored.iter().map(Arc::as_ref).collect()
+                } else {
+                    Vec::new()
+                },
+                max_endpoints_per_slice: u32::try_from(self.outputs.max_endpoints_per_slice)
+                    .unwrap_or(u32::MAX),
                 zone_capacities,
                 manage: v2::Outputs {
                     endpoints: self.outputs.endpoints,
                     endpoint_slices: slices_on,
                 },
             },
-        );
-        if let (Some(view), Some(cached)) = (
-            v2_request.service.as_mut(),
-            self.cache.service(&request.namespace, &request.name),
-        ) {
-            view.traffic_distribution = cached.traffic_distribution;
-            view.deleting = cached.deleting;
-        }
-        v2_request
+        )
     }
 
     /// Validates the slice part of a decision against the stored slices.
@@ -293,33 +285,15 @@ impl Syncer {
         stored: &[Arc<EndpointSlice>],
         changes: &v2::SliceChanges,
     ) -> Result<SlicePlan, SliceViolation> {
-        let by_name = |n: &str| {
-            stored
-                .iter()
-                .find(|s| s.metadata.name.as_deref() == Some(n))
-                .map(Arc::as_ref)
-        };
-        let changes = SliceChanges {
-            create: changes
-                .create
-                .iter()
-                .map(|s| crate::reconcile::view_slices::slice_object(s, None))
-                .collect(),
-            update: changes
-                .update
-                .iter()
-                .map(|s| crate::reconcile::view_slices::slice_object(s, by_name(&s.name)))
-                .collect(),
-            delete: changes.delete.clone(),
-        };
+        let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
         let ctx = SliceContext {
             namespace,
             name,
             service_uid: (!service_uid.is_empty()).then_some(service_uid),
-            stored,
+            stored: &stored,
             max_endpoints_per_slice: self.outputs.max_endpoints_per_slice,
         };
-        validate_slices(&ctx, &changes)
+        crate::reconcile::validate_slices::plan(&ctx, changes)
     }
 
     /// Says once per guest, in the log and a counter, that the active guest cannot render

@@ -304,7 +304,7 @@ impl Syncer {
         } else {
             Vec::new()
         };
-        let request = self.request_v0_2(&request, &stored_slices, slices_on);
+        let request = self.request_v0_2(request, &stored_slices, slices_on);
         let digest = guest.digest().to_string();
         let max_addresses = guest.limits().max_addresses;
         // Awaited on the worker: the call is a future bounded by its deadline whatever the

@@ -6,10 +6,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 
+use super::view_slices::slice_object;
 use crate::controller::slice_tracker::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY, label};
 
 /// Most endpoints the API server accepts in one slice, whatever `--max-endpoints-per-slice`.
@@ -138,9 +138,38 @@ pub struct SliceContext<'a> {
     /// The Service's UID; `None` when it is gone or unknown.
     pub service_uid: Option<&'a str>,
     /// Every stored slice labelled for the Service, whoever manages it.
-    pub stored: &'a [Arc<EndpointSlice>],
+    pub stored: &'a [&'a EndpointSlice],
     /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: usize,
+}
+
+/// The slice part of a guest's 0.2.0 decision as Kubernetes objects (an update on the
+/// stored object it replaces), validated for the Service of `ctx`: the writes the controller
+/// sends, and what the case runner shows.
+pub fn plan(
+    ctx: &SliceContext<'_>,
+    changes: &crate::runtime::bindings_v0_2::SliceChanges,
+) -> Result<SlicePlan, SliceViolation> {
+    let by_name = |n: &str| {
+        ctx.stored
+            .iter()
+            .copied()
+            .find(|s| s.metadata.name.as_deref() == Some(n))
+    };
+    let changes = SliceChanges {
+        create: changes
+            .create
+            .iter()
+            .map(|s| slice_object(s, None))
+            .collect(),
+        update: changes
+            .update
+            .iter()
+            .map(|s| slice_object(s, by_name(&s.name)))
+            .collect(),
+        delete: changes.delete.clone(),
+    };
+    validate_slices(ctx, &changes)
 }
 
 /// Validates `changes` for the Service of `ctx` and builds the writes.
@@ -151,7 +180,7 @@ pub fn validate_slices(
     let stored: HashMap<&str, &EndpointSlice> = ctx
         .stored
         .iter()
-        .filter_map(|s| Some((s.metadata.name.as_deref()?, s.as_ref())))
+        .filter_map(|&s| Some((s.metadata.name.as_deref()?, s)))
         .collect();
     let mut plan = SlicePlan::default();
     for (i, slice) in changes.create.iter().enumerate() {
@@ -457,7 +486,7 @@ fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), Slic
         .filter_map(|s| s.metadata.name.as_deref())
         .chain(plan.delete.iter().map(|d| d.name.as_str()))
         .collect();
-    let kept = ctx.stored.iter().map(Arc::as_ref).filter(|s| {
+    let kept = ctx.stored.iter().copied().filter(|s| {
         label(s, LABEL_MANAGED_BY) == Some(MANAGED_BY)
             && s.metadata.deletion_timestamp.is_none()
             && !replaced.contains(s.metadata.name.as_deref().unwrap_or(""))
@@ -524,6 +553,7 @@ pub fn fits_address_type(ip: &str, address_type: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+    use std::sync::Arc;
 
     fn slice(name: Option<&str>, service: &str, managed_by: &str, ips: &[&str]) -> EndpointSlice {
         let mut metadata = json!({
@@ -564,6 +594,7 @@ mod tests {
 
     fn check(changes: SliceChanges, max: usize) -> Result<SlicePlan, SliceViolation> {
         let stored = stored();
+        let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
         let ctx = SliceContext {
             namespace: "ns",
             name: "foo",

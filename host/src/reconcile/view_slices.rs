@@ -1,6 +1,5 @@
-//! discovery.k8s.io/v1 EndpointSlices and core/v1 Nodes to the 0.2.0 WIT views and back,
-//! and the 0.2.0 request built from Kubernetes objects. Pure functions, shared by the
-//! controller and the case runner.
+//! discovery.k8s.io/v1 EndpointSlices and core/v1 Nodes to the 0.2.0 WIT views and back.
+//! Pure functions, shared by the controller and the case runner.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,9 +7,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::runtime::bindings as v1;
 use crate::runtime::bindings_v0_2 as wit;
-use crate::runtime::convert::Convert;
 
 /// Node label holding the zone (R1.6).
 pub const ZONE_LABEL: &str = weir_policy::well_known::ZONE_LABEL;
@@ -264,73 +261,6 @@ pub fn node_zones(nodes: &[core::Node]) -> NodeZones {
         .iter()
         .filter_map(|n| Some((n.metadata.name.clone()?, node_zone(n))))
         .collect()
-}
-
-/// Options of a 0.2.0 request that the 0.1.0 request does not carry.
-pub struct SliceInputs<'a> {
-    /// The Service object, for the fields only 0.2.0 carries.
-    pub service: Option<&'a core::Service>,
-    /// Known Nodes by name; `None` treats every named Node as existing, without a zone.
-    pub nodes: Option<&'a NodeZones>,
-    /// The stored slices of the Service, of every manager.
-    pub slices: &'a [discovery::EndpointSlice],
-    /// `--max-endpoints-per-slice`.
-    pub max_endpoints_per_slice: u32,
-    /// Allocatable CPU per zone, for topology-aware hints.
-    pub zone_capacities: Option<Vec<wit::ZoneCapacity>>,
-    /// The outputs the host manages.
-    pub manage: wit::Outputs,
-}
-
-/// The 0.2.0 request for the same reconcile as the 0.1.0 `request`, with what only the
-/// slices need.
-pub fn request(request: &v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
-    let v1::Request {
-        namespace,
-        name,
-        service,
-        pods,
-        current,
-        trigger_time,
-        config,
-    } = request.clone();
-    let service = service.map(|s| {
-        let mut view: wit::Service = s.convert();
-        if let Some(object) = inputs.service {
-            view.traffic_distribution = object
-                .spec
-                .as_ref()
-                .and_then(|s| s.traffic_distribution.clone());
-            view.deleting = object.metadata.deletion_timestamp.is_some();
-        }
-        view
-    });
-    let pods = pods
-        .into_iter()
-        .map(|p| {
-            let mut view: wit::Pod = p.convert();
-            let known = match inputs.nodes {
-                Some(nodes) => nodes.get(&view.node_name).cloned(),
-                None => (!view.node_name.is_empty()).then_some(None),
-            };
-            view.node_exists = known.is_some();
-            view.zone = known.flatten();
-            view
-        })
-        .collect();
-    wit::Request {
-        endpoint_slices: inputs.slices.iter().map(|s| slice(s, &namespace)).collect(),
-        namespace,
-        name,
-        service,
-        pods,
-        current: current.map(Convert::convert),
-        trigger_time,
-        config,
-        max_endpoints_per_slice: inputs.max_endpoints_per_slice,
-        zone_capacities: inputs.zone_capacities,
-        manage: inputs.manage,
-    }
 }
 
 #[cfg(test)]

@@ -14,8 +14,6 @@ use serde::Serialize;
 use crate::cases::{Case, check_file, discover};
 use crate::controller::Handle;
 use crate::metrics::ReasonLabel;
-use crate::reconcile::validate::validate;
-use crate::runtime::bindings as wit;
 use crate::runtime::{Active, Guest, Runtime, digest};
 
 /// How swaps are checked and judged.
@@ -144,23 +142,16 @@ pub async fn validate_candidate(
     if probes.is_empty() {
         probes.push(probe_case());
     }
-    for case in &probes {
-        let request = wit::Request {
-            config: policy_config.to_string(),
-            ..case.request()
+    for case in probes {
+        // The case as the controller would run it with this configuration: one call, both
+        // outputs validated by the controller's own checks.
+        let case = Case {
+            config: Some(serde_json::Value::String(policy_config.to_string())),
+            ..case
         };
-        let decision = guest
-            .call(&request)
+        case.run(&guest)
             .await
             .map_err(|e| Refusal::Config(format!("{}: {e}", case.key)))?;
-        validate(
-            &request.namespace,
-            &request.name,
-            &decision,
-            case.endpoints.as_ref(),
-            guest.limits().max_addresses,
-        )
-        .map_err(|e| Refusal::Config(format!("{}: {e}", case.key)))?;
     }
     Ok(guest)
 }
