@@ -37,7 +37,7 @@ impl Admin {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let bound = listener.local_addr()?;
         let app = Router::new()
-            .route("/healthz", get(|| async { "ok" }))
+            .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
             .route("/metrics", get(metrics))
             .route("/guest", get(guest))
@@ -48,6 +48,15 @@ impl Admin {
             }
         });
         Ok((bound, task))
+    }
+}
+
+/// Unhealthy once a leader has gone past its renew deadline (it stops writing and exits);
+/// standbys and a controller without leader election are healthy.
+async fn healthz(State(admin): State<Admin>) -> impl IntoResponse {
+    match admin.handle.gate.health() {
+        Ok(()) => (StatusCode::OK, "ok".to_string()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
 

@@ -7,6 +7,7 @@
 //!   the WIT views of Kubernetes objects and the request, the trigger time, and the
 //!   validation of a guest's decision before anything is written.
 //! - [`controller`] runs the watches, caches, event mapping, syncs and writes.
+//! - [`leader`] elects one writer among replicas (a Lease) and gates every write on it.
 //! - [`queue`] is the client-go-style work queue the controller's workers share.
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
 //! - [`metrics`] holds every Prometheus metric, registered once and passed down.
@@ -17,6 +18,7 @@
 pub mod admin;
 pub mod cases;
 pub mod controller;
+pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod queue;

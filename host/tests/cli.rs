@@ -167,3 +167,49 @@ fn a_failing_case_shows_a_diff_and_fails_the_run() {
         "{stdout}"
     );
 }
+
+/// Leader-election timings that contradict each other stop `weir run` before it does anything
+/// (no kubeconfig is even read), with one line naming the flags and exit code 2.
+#[test]
+fn contradictory_leader_election_timings_exit_2() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--leader-elect-renew-deadline", "20s"],
+            "--leader-elect-renew-deadline (20s) must be shorter than --leader-elect-lease-duration (15s)",
+        ),
+        (
+            &["--leader-elect-retry-period", "10s"],
+            "--leader-elect-retry-period (10s) must be shorter than --leader-elect-renew-deadline (10s)",
+        ),
+        (
+            &["--leader-elect-lease-duration", "15500ms"],
+            "--leader-elect-lease-duration (15s 500ms) must be a whole number of seconds",
+        ),
+        (
+            &["--leader-elect=true", "--leader-elect-retry-period", "0s"],
+            "--leader-elect-retry-period must be more than 0s",
+        ),
+    ];
+    for (flags, message) in cases {
+        let mut args = vec!["run", "--kubeconfig", "/nonexistent/kubeconfig"];
+        args.extend_from_slice(flags);
+        let out = weir(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!stderr.contains("kubeconfig"), "checked first: {stderr}");
+    }
+    // Without leader election the timings are not used, so they are not checked either:
+    // the run gets as far as reading the kubeconfig.
+    let out = weir(&[
+        "run",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--leader-elect=false",
+        "--leader-elect-renew-deadline",
+        "20s",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+}

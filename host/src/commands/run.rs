@@ -8,6 +8,7 @@ use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 use weir::controller::{Config, Controller, Outputs};
+use weir::leader::{Election, ElectionError, WriteGate};
 use weir::runtime::ActiveGuest;
 use weir::selector::LabelSelector;
 
@@ -64,7 +65,8 @@ pub struct Args {
     #[arg(long, env = "WEIR_SERVICE_SELECTOR", value_name = "SELECTOR")]
     pub service_selector: Option<String>,
 
-    /// Compute every decision and print it as a JSON line on stdout, writing nothing.
+    /// Compute every decision and print it as a JSON line on stdout, writing nothing but the
+    /// leader-election Lease (`--leader-elect=false` writes nothing at all).
     #[arg(long, env = "WEIR_DRY_RUN")]
     pub dry_run: bool,
 
@@ -163,6 +165,79 @@ pub struct Args {
     /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish.
     #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
+
+    #[command(flatten)]
+    pub leader_election: LeaderElectionArgs,
+}
+
+/// Leader election, with kube-controller-manager's flag names and defaults.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LeaderElectionArgs {
+    /// Elect one writer among replicas through a coordination.k8s.io/v1 Lease. Standbys keep
+    /// their caches synced and the guest compiled, and start workers once they hold the Lease;
+    /// a leader that cannot renew it within the renew deadline stops writing and exits
+    /// non-zero. `--leader-elect=false` for a single replica that writes at once.
+    #[arg(
+        long,
+        env = "WEIR_LEADER_ELECT",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub leader_elect: bool,
+
+    /// How long a standby waits after the leader's last renewal before taking the Lease.
+    /// Whole seconds.
+    #[arg(long, env = "WEIR_LEADER_ELECT_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps writing without a successful renewal; it must be shorter
+    /// than the lease duration, and the difference covers clock skew between replicas.
+    #[arg(long, env = "WEIR_LEADER_ELECT_RENEW_DEADLINE", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// How often the leader renews the Lease and retries a failed request. Whole seconds,
+    /// shorter than the renew deadline.
+    #[arg(long, env = "WEIR_LEADER_ELECT_RETRY_PERIOD", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub leader_elect_retry_period: Duration,
+
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "WEIR_LEADER_ELECT_RESOURCE_NAME",
+        default_value = "weir",
+        value_name = "NAME"
+    )]
+    pub leader_elect_resource_name: String,
+
+    /// Namespace of the Lease. Default: the Pod's namespace (`POD_NAMESPACE`, or the service
+    /// account's namespace file), else kube-system.
+    #[arg(long, env = "WEIR_LEADER_ELECT_RESOURCE_NAMESPACE", value_name = "NS")]
+    pub leader_elect_resource_namespace: Option<String>,
+}
+
+impl LeaderElectionArgs {
+    /// The election these flags describe, checked; `None` with `--leader-elect=false`.
+    pub fn election(&self) -> Result<Option<Election>, ElectionError> {
+        if !self.leader_elect {
+            return Ok(None);
+        }
+        let election = Election {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+            name: self.leader_elect_resource_name.clone(),
+            namespace: self
+                .leader_elect_resource_namespace
+                .clone()
+                .unwrap_or_else(Election::default_namespace),
+            identity: Election::default_identity(),
+        };
+        election.validate()?;
+        Ok(Some(election))
+    }
 }
 
 /// An object kind `--manage` can hand to weir.
@@ -222,9 +297,15 @@ fn read_policy_config(path: &Path) -> anyhow::Result<String> {
     weir::cases::normalize_config(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-/// A client for `kubeconfig`, or the one kube-rs infers.
-pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
+/// weir's User-Agent: its version, and which replica sends (API server audit logs and
+/// managedFields then tell replicas apart).
+pub fn user_agent(replica: &str) -> String {
+    format!("weir/{} ({replica})", env!("CARGO_PKG_VERSION"))
+}
+
+/// A client for `kubeconfig`, or the one kube-rs infers, sending `user_agent`.
+pub async fn client(kubeconfig: Option<&Path>, user_agent: &str) -> anyhow::Result<kube::Client> {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
@@ -234,6 +315,9 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
             .await
             .context("no kubeconfig given and none could be inferred")?,
     };
+    let agent = axum::http::HeaderValue::from_str(user_agent)
+        .with_context(|| format!("invalid User-Agent {user_agent:?}"))?;
+    config.headers.push((axum::http::header::USER_AGENT, agent));
     Ok(kube::Client::try_from(config)?)
 }
 
@@ -263,9 +347,21 @@ pub fn cancel_on_signal(token: CancellationToken) {
     });
 }
 
-/// Runs the command.
+/// Runs the command: exit 0 after SIGTERM or Ctrl-C, 1 when leadership is lost (so that
+/// Kubernetes restarts the replica, as kube-controller-manager), 2 on any other error.
 pub fn run(args: Args) -> ExitCode {
-    super::block_on(run_async(args))
+    super::exit_code_of(async {
+        match run_async(args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weir: {e:#}");
+                match e.downcast_ref::<ElectionError>() {
+                    Some(ElectionError::Lost(_)) => ExitCode::FAILURE,
+                    _ => ExitCode::from(2),
+                }
+            }
+        }
+    })
 }
 
 async fn run_async(args: Args) -> anyhow::Result<()> {
@@ -273,12 +369,21 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     use weir::swap::source::{GuestSource, watch_configmap, watch_file};
     use weir::swap::{SwapConfig, Swapper};
 
+    let election = args.leader_election.election()?;
     let mut config = args.config()?;
+    let gate = match &election {
+        Some(e) => WriteGate::leased(e.renew_deadline),
+        None => WriteGate::sole(),
+    };
+    config.gate = gate.clone();
     let runtime = match &args.cache_dir {
         Some(dir) => Runtime::with_cache_dir(args.guest.limits(), dir)?,
         None => Runtime::new(args.guest.limits())?,
     };
-    let client = client(args.kubeconfig.as_deref()).await?;
+    let replica = election
+        .as_ref()
+        .map_or_else(Election::default_identity, |e| e.identity.clone());
+    let client = client(args.kubeconfig.as_deref(), &user_agent(&replica)).await?;
     let source = match &args.guest.guest {
         None => GuestSource::Embedded,
         Some(path) => GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)?,
@@ -322,6 +427,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
 
     let metrics = config.metrics.clone();
     let controller = Controller::new(client.clone(), ActiveGuest::new(guest), config);
+    let election_client = client.clone();
     let handle = controller.handle();
     let swapper = Swapper::new(runtime, handle.clone(), swap_config);
     let shutdown = CancellationToken::new();
@@ -353,9 +459,28 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot serve --admin-addr {}", args.admin_addr))?;
     tracing::info!(%admin_addr, "admin endpoint: /healthz /readyz /metrics /guest");
-    // Without leader election this replica is the only writer, so it reports itself leader.
-    metrics.set_leader("weir", true);
-    controller.run(shutdown).await;
+    let stopped = CancellationToken::new();
+    let controller = async {
+        controller.run(shutdown.clone()).await;
+        stopped.cancel();
+    };
+    let elected = async {
+        let Some(election) = &election else {
+            // Without leader election this replica is the only writer: the leader.
+            metrics.set_leader(&args.leader_election.leader_elect_resource_name, true);
+            return Ok(());
+        };
+        let result = election
+            .run(election_client, &gate, &metrics, &stopped)
+            .await;
+        if result.is_err() {
+            // Writes are already refused; stop the rest and exit non-zero.
+            shutdown.cancel();
+        }
+        result
+    };
+    let ((), elected) = tokio::join!(controller, elected);
+    elected?;
     tracing::info!("stopped");
     Ok(())
 }

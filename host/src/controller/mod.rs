@@ -23,6 +23,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::{Api, Client, Resource};
 use tokio_util::sync::CancellationToken;
 
+use crate::leader::WriteGate;
 use crate::metrics::{Metrics, ResultLabel, WriteLabels};
 use crate::queue::{RateLimiterConfig, Retry, WorkQueue};
 use crate::runtime::ActiveGuest;
@@ -66,6 +67,9 @@ pub struct Config {
     pub readyz_api_timeout: Duration,
     /// Where the controller counts (shared with the admin endpoint and hot swap).
     pub metrics: Arc<Metrics>,
+    /// Leader election: every write passes it, and workers start once it opens. The default
+    /// is always open (no election).
+    pub gate: WriteGate,
 }
 
 /// Which objects weir writes for each Service (`--manage`), from one guest decision.
@@ -107,6 +111,7 @@ impl Default for Config {
             resync_period: Duration::from_secs(12 * 3600),
             readyz_api_timeout: Duration::from_secs(60),
             metrics: Arc::default(),
+            gate: WriteGate::sole(),
         }
     }
 }
@@ -128,6 +133,8 @@ pub struct Handle {
     pub syncer: Arc<Syncer>,
     /// The connection to the API server.
     pub api: Arc<ApiHealth>,
+    /// The leader-election gate all writes pass.
+    pub gate: WriteGate,
     synced: Arc<AtomicBool>,
     readyz_api_timeout: Duration,
 }
@@ -194,7 +201,7 @@ impl Controller {
         let writer = if config.dry_run {
             Writer::DryRun
         } else {
-            Writer::Api(client.clone())
+            Writer::Api(client.clone(), config.gate.clone())
         };
         let health = Arc::new(CallHealth::default());
         let syncer = Arc::new(Syncer {
@@ -221,6 +228,7 @@ impl Controller {
             health,
             syncer: syncer.clone(),
             api: Arc::new(ApiHealth::default()),
+            gate: config.gate.clone(),
             synced: Arc::new(AtomicBool::new(false)),
             readyz_api_timeout: config.readyz_api_timeout,
         };
@@ -325,6 +333,26 @@ impl Controller {
             }
         }
         handle.synced.store(true, Ordering::Release);
+        // A standby keeps its caches (and guest) warm here until it holds the lease.
+        let standby = !handle.gate.is_leading();
+        if standby {
+            tracing::info!("caches synced; waiting for the leader-election lease");
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => {
+                informers.shutdown().await;
+                return;
+            }
+            acquired = handle.gate.acquired() => if !acquired {
+                informers.shutdown().await;
+                return;
+            }
+        }
+        // Everything a standby saw change is in the queue already; a new leader still
+        // checks every Service, as a restart would.
+        if standby {
+            handle.enqueue_all();
+        }
         let leftovers = if outputs.endpoints {
             sweep_leftovers(&handle)
         } else {

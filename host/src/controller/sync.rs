@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::controller::cache::Cache;
-use crate::controller::writer::{EventRecorder, Writer, Written, is_namespace_terminating};
+use crate::controller::writer::{
+    EventRecorder, WriteError, Writer, Written, is_namespace_terminating,
+};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::metrics::{Metrics, ResultLabel};
@@ -51,8 +53,8 @@ pub enum SyncError {
         action: &'static str,
         /// The Service key.
         key: String,
-        /// The API error.
-        source: kube::Error,
+        /// Refused by the leader-election gate, or the API error.
+        source: WriteError,
     },
     /// The API server refused or failed a write.
     #[error("{action} of endpoints {key} failed: {source}")]
@@ -61,8 +63,8 @@ pub enum SyncError {
         action: &'static str,
         /// The key.
         key: String,
-        /// The API error.
-        source: kube::Error,
+        /// Refused by the leader-election gate, or the API error.
+        source: WriteError,
     },
 }
 

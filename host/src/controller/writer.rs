@@ -1,4 +1,5 @@
 //! Writing Endpoints and Events through the Kubernetes API, or printing them in a dry run.
+//! Every API write passes the leader-election [`WriteGate`] here, so none can bypass it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,13 +11,35 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
+use crate::leader::{GatedError, NotLeader, WriteGate};
+
 /// Where decisions go.
 #[derive(Clone)]
 pub enum Writer {
-    /// Write through the API server.
-    Api(Client),
+    /// Write through the API server, while `gate` allows it.
+    Api(Client, WriteGate),
     /// Write nothing; print each decision as a JSON line on stdout.
     DryRun,
+}
+
+/// A write that was not made: refused by the gate, or failed at the API server.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// This replica may not write (leader election).
+    #[error(transparent)]
+    NotLeader(#[from] NotLeader),
+    /// The API server refused or failed it.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+}
+
+impl From<GatedError<kube::Error>> for WriteError {
+    fn from(e: GatedError<kube::Error>) -> Self {
+        match e {
+            GatedError::NotLeader(e) => WriteError::NotLeader(e),
+            GatedError::Write(e) => WriteError::Api(e),
+        }
+    }
 }
 
 /// Result of one write.
@@ -46,18 +69,22 @@ impl Writer {
         namespace: &str,
         ep: &core::Endpoints,
         create: bool,
-    ) -> Result<Written, kube::Error> {
-        let Writer::Api(client) = self else {
+    ) -> Result<Written, WriteError> {
+        let Writer::Api(client, gate) = self else {
             print(key, if create { "create" } else { "update" }, Some(ep));
             return Ok(Written::Skipped);
         };
         let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
-        let stored = if create {
-            api.create(&PostParams::default(), ep).await?
-        } else {
-            let name = ep.metadata.name.clone().unwrap_or_default();
-            api.replace(&name, &PostParams::default(), ep).await?
-        };
+        let name = ep.metadata.name.clone().unwrap_or_default();
+        let stored = gate
+            .guard(async {
+                if create {
+                    api.create(&PostParams::default(), ep).await
+                } else {
+                    api.replace(&name, &PostParams::default(), ep).await
+                }
+            })
+            .await?;
         Ok(Written::Stored(Box::new(stored)))
     }
 
@@ -67,18 +94,20 @@ impl Writer {
         key: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<Written, kube::Error> {
+    ) -> Result<Written, WriteError> {
         match self {
             Writer::DryRun => {
                 print(key, "delete", None);
                 Ok(Written::Skipped)
             }
-            Writer::Api(client) => {
+            Writer::Api(client, gate) => {
                 let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
-                match api.delete(name, &DeleteParams::default()).await {
+                match gate.guard(api.delete(name, &DeleteParams::default())).await {
                     Ok(_) => Ok(Written::Deleted),
-                    Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Written::NotFound),
-                    Err(e) => Err(e),
+                    Err(GatedError::Write(kube::Error::Api(status))) if status.is_not_found() => {
+                        Ok(Written::NotFound)
+                    }
+                    Err(e) => Err(e.into()),
                 }
             }
         }
@@ -107,8 +136,8 @@ impl Writer {
         key: &str,
         how: SliceWrite,
         slice: &EndpointSlice,
-    ) -> Result<Option<EndpointSlice>, kube::Error> {
-        let Writer::Api(client) = self else {
+    ) -> Result<Option<EndpointSlice>, WriteError> {
+        let Writer::Api(client, gate) = self else {
             let action = match how {
                 SliceWrite::Create => "create",
                 SliceWrite::Update => "update",
@@ -118,13 +147,15 @@ impl Writer {
         };
         let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
         let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
-        let stored = match how {
-            SliceWrite::Create => api.create(&PostParams::default(), slice).await?,
-            SliceWrite::Update => {
-                let name = slice.metadata.name.as_deref().unwrap_or_default();
-                api.replace(name, &PostParams::default(), slice).await?
-            }
-        };
+        let name = slice.metadata.name.as_deref().unwrap_or_default();
+        let stored = gate
+            .guard(async {
+                match how {
+                    SliceWrite::Create => api.create(&PostParams::default(), slice).await,
+                    SliceWrite::Update => api.replace(name, &PostParams::default(), slice).await,
+                }
+            })
+            .await?;
         Ok(Some(stored))
     }
 
@@ -136,8 +167,8 @@ impl Writer {
         namespace: &str,
         name: &str,
         uid: &str,
-    ) -> Result<bool, kube::Error> {
-        let Writer::Api(client) = self else {
+    ) -> Result<bool, WriteError> {
+        let Writer::Api(client, gate) = self else {
             print_slice(
                 key,
                 "delete",
@@ -153,18 +184,18 @@ impl Writer {
             }),
             ..DeleteParams::default()
         };
-        match api.delete(name, &params).await {
+        match gate.guard(api.delete(name, &params)).await {
             Ok(_) => Ok(true),
-            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(true),
-            Err(e) => Err(e),
+            Err(GatedError::Write(kube::Error::Api(status))) if status.is_not_found() => Ok(true),
+            Err(e) => Err(e.into()),
         }
     }
 }
 
 /// Whether a create failed because the namespace is being deleted (spec §13.2).
-pub fn is_namespace_terminating(error: &kube::Error) -> bool {
+pub fn is_namespace_terminating(error: &WriteError) -> bool {
     match error {
-        kube::Error::Api(status) => {
+        WriteError::Api(kube::Error::Api(status)) => {
             status.is_forbidden()
                 && status
                     .details
@@ -232,7 +263,7 @@ pub async fn publish(
 /// Records Warning Events on Services, at most one per Service per `interval`, so a key that
 /// keeps failing cannot flood the API server.
 pub struct EventRecorder {
-    recorder: Option<Recorder>,
+    recorder: Option<(Recorder, WriteGate)>,
     interval: Duration,
     last: Mutex<HashMap<String, Instant>>,
 }
@@ -242,9 +273,9 @@ impl EventRecorder {
     pub fn new(writer: Writer, interval: Duration) -> Self {
         EventRecorder {
             recorder: match writer {
-                Writer::Api(client) => Some(event_recorder(
-                    client,
-                    weir_policy::well_known::CONTROLLER_NAME,
+                Writer::Api(client, gate) => Some((
+                    event_recorder(client, weir_policy::well_known::CONTROLLER_NAME),
+                    gate,
                 )),
                 Writer::DryRun => None,
             },
@@ -270,9 +301,10 @@ impl EventRecorder {
         reason: &str,
         message: &str,
     ) {
-        let Some(recorder) = &self.recorder else {
+        let Some((recorder, gate)) = &self.recorder else {
             return;
         };
+
         let key = format!("{namespace}/{name}");
         {
             let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
@@ -298,14 +330,80 @@ impl EventRecorder {
         } else {
             EventType::Normal
         };
-        publish(
-            recorder,
-            &regarding,
-            type_,
-            reason,
-            "SyncEndpoints",
-            message,
-        )
-        .await;
+        // Refused or cut short by the gate like every other write; events are best effort.
+        let _ = gate
+            .guard(async {
+                publish(
+                    recorder,
+                    &regarding,
+                    type_,
+                    reason,
+                    "SyncEndpoints",
+                    message,
+                )
+                .await;
+                Ok::<_, ()>(())
+            })
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leader::WriteGate;
+
+    /// Every API write asks the gate first: a standby's writer sends nothing (the client
+    /// points where nothing listens, so a request that got out would fail differently), and
+    /// once the gate opens the same writer does reach for the server.
+    #[tokio::test]
+    async fn every_api_write_passes_the_gate() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = Client::try_from(config).unwrap();
+        let gate = WriteGate::leased(Duration::from_secs(10));
+        let writer = Writer::Api(client, gate.clone());
+        let ep = core::Endpoints {
+            metadata: kube::api::ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("ns".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let slice = EndpointSlice {
+            metadata: ep.metadata.clone(),
+            address_type: "IPv4".into(),
+            ..Default::default()
+        };
+        let refused = |r: Result<(), WriteError>| matches!(r, Err(WriteError::NotLeader(_)));
+        let attempts = |w: Writer| {
+            let (ep, slice) = (ep.clone(), slice.clone());
+            async move {
+                vec![
+                    w.store("ns/web", "ns", &ep, true).await.map(drop),
+                    w.store("ns/web", "ns", &ep, false).await.map(drop),
+                    w.delete("ns/web", "ns", "web").await.map(drop),
+                    w.store_slice("ns/web", SliceWrite::Create, &slice)
+                        .await
+                        .map(drop),
+                    w.store_slice("ns/web", SliceWrite::Update, &slice)
+                        .await
+                        .map(drop),
+                    w.delete_slice("ns/web", "ns", "web-1", "uid")
+                        .await
+                        .map(drop),
+                ]
+            }
+        };
+        for (i, r) in attempts(writer.clone()).await.into_iter().enumerate() {
+            assert!(refused(r), "write {i} got past a closed gate");
+        }
+        gate.renewed(tokio::time::Instant::now());
+        for (i, r) in attempts(writer).await.into_iter().enumerate() {
+            assert!(
+                matches!(r, Err(WriteError::Api(_))),
+                "write {i} should have gone to the (absent) server"
+            );
+        }
     }
 }
