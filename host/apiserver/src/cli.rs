@@ -92,6 +92,7 @@ impl ApiServerArgs {
                 conflict_next_updates: self.fault_conflicts,
                 expire_next_watches: self.fault_expire_watches,
                 seed: self.fault_seed,
+                ..Faults::default()
             },
             seed: Vec::new(),
             max_pod_grace_period: self.max_pod_grace_period_ms.map(Duration::from_millis),

@@ -149,27 +149,73 @@ fn is_true(q: &Query, k: &str) -> bool {
     q.get(k).is_some_and(|v| v == "1" || v == "true")
 }
 
-fn record(sh: &Shared, key: &str, method: &Method) {
-    let mut m = sh
-        .stats
-        .by_resource
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let c = m.entry(key.to_string()).or_default();
-    match *method {
-        Method::POST => c.create += 1,
-        Method::PUT => c.update += 1,
-        Method::PATCH => c.patch += 1,
-        Method::DELETE => c.delete += 1,
-        _ => {}
+/// The request's User-Agent, `""` without one.
+fn user_agent(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+fn record(sh: &Shared, key: &str, method: &Method, headers: &HeaderMap) {
+    {
+        let mut m = sh
+            .stats
+            .by_resource
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let c = m.entry(key.to_string()).or_default();
+        match *method {
+            Method::POST => c.create += 1,
+            Method::PUT => c.update += 1,
+            Method::PATCH => c.patch += 1,
+            Method::DELETE => c.delete += 1,
+            _ => {}
+        }
     }
+    let now = std::time::Instant::now();
+    let mut clients = sh.stats.by_client.lock().unwrap_or_else(|e| e.into_inner());
+    let mut agent = user_agent(headers);
+    if !clients.contains_key(agent) && clients.len() >= crate::MAX_CLIENTS {
+        agent = "(other)";
+    }
+    let by_resource = clients.entry(agent.to_string()).or_default();
+    by_resource
+        .entry(key.to_string())
+        .and_modify(|w| {
+            w.count += 1;
+            w.last = now;
+        })
+        .or_insert(crate::ClientWrites {
+            count: 1,
+            first: now,
+            last: now,
+        });
 }
 
 /// Applies injected faults; `Err` is the injected answer.
-async fn inject_faults(sh: &Shared, method: &Method, watch: bool) -> Result<(), ApiError> {
+async fn inject_faults(
+    sh: &Shared,
+    method: &Method,
+    watch: bool,
+    resource: &str,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
     let (latency, err) = {
         let mut f = sh.lock_faults();
         let latency = f.faults.latency;
+        let agent = user_agent(headers);
+        if f.faults
+            .partitions
+            .iter()
+            .any(|p| p.resource == resource && agent.contains(&p.user_agent))
+        {
+            return Err(ApiError::new(
+                503,
+                "ServiceUnavailable",
+                "injected fault: this client is partitioned from this resource",
+            ));
+        }
         let roll = if f.faults.error_rate > 0.0 || f.faults.throttle_rate > 0.0 {
             f.rng.next_f64()
         } else {
@@ -343,9 +389,9 @@ async fn handle_resource(
             Some(s) => format!("{}/{s}", def.name),
             None => def.name.to_string(),
         };
-        record(sh, &key, method);
+        record(sh, &key, method, headers);
     }
-    if let Err(e) = inject_faults(sh, method, watch).await {
+    if let Err(e) = inject_faults(sh, method, watch, def.name, headers).await {
         if e.code == 410 && watch {
             return Ok(watch_error_response(&e));
         }

@@ -79,6 +79,19 @@ pub struct Faults {
     pub expire_next_watches: u64,
     /// Seed of the random source deciding which requests fail (deterministic per seed).
     pub seed: u64,
+    /// Clients cut off from some resources, as by a network partition.
+    pub partitions: Vec<Partition>,
+}
+
+/// Every request for `resource` from a client whose User-Agent contains `user_agent` is
+/// answered `503 ServiceUnavailable`, as if the network between them were cut (used to make
+/// one replica's Lease renewals fail while its other requests go through).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// A part of the client's User-Agent.
+    pub user_agent: String,
+    /// The resource's plural name, e.g. `"leases"`.
+    pub resource: String,
 }
 
 impl Default for Faults {
@@ -91,6 +104,7 @@ impl Default for Faults {
             conflict_next_updates: 0,
             expire_next_watches: 0,
             seed: 0,
+            partitions: Vec::new(),
         }
     }
 }
@@ -210,6 +224,35 @@ pub struct Stats {
     /// Write requests per resource (`"endpoints"`, `"pods/status"` for the subresource, ...),
     /// counted when received, whether they succeeded or not.
     pub by_resource: BTreeMap<String, VerbCounts>,
+    /// Write requests per client (User-Agent, `""` without one) and resource, counted like
+    /// `by_resource`. At most [`MAX_CLIENTS`] clients are told apart; later ones count as
+    /// `"(other)"`.
+    pub by_client: BTreeMap<String, BTreeMap<String, ClientWrites>>,
+}
+
+/// How many distinct User-Agents [`Stats::by_client`] tells apart, so that clients inventing
+/// User-Agents cannot grow the server's memory without bound.
+pub const MAX_CLIENTS: usize = 256;
+
+/// The writes one client sent for one resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientWrites {
+    /// How many.
+    pub count: u64,
+    /// When the first was received.
+    pub first: std::time::Instant,
+    /// When the last was received.
+    pub last: std::time::Instant,
+}
+
+impl ClientWrites {
+    fn merge(self, other: ClientWrites) -> ClientWrites {
+        ClientWrites {
+            count: self.count + other.count,
+            first: self.first.min(other.first),
+            last: self.last.max(other.last),
+        }
+    }
 }
 
 impl Stats {
@@ -226,6 +269,29 @@ impl Stats {
     pub fn verbs(&self, resource: &str) -> VerbCounts {
         self.by_resource.get(resource).copied().unwrap_or_default()
     }
+
+    /// The writes for any of `resources` sent by the clients whose User-Agent contains
+    /// `user_agent`, together; `None` if there were none.
+    pub fn client_writes(&self, user_agent: &str, resources: &[&str]) -> Option<ClientWrites> {
+        self.by_client
+            .iter()
+            .filter(|(agent, _)| agent.contains(user_agent))
+            .flat_map(|(_, by_resource)| {
+                resources
+                    .iter()
+                    .filter_map(|r| by_resource.get(*r).copied())
+            })
+            .reduce(ClientWrites::merge)
+    }
+
+    /// The User-Agents that sent any write for any of `resources`.
+    pub fn writers(&self, resources: &[&str]) -> Vec<String> {
+        self.by_client
+            .iter()
+            .filter(|(_, by_resource)| resources.iter().any(|r| by_resource.contains_key(*r)))
+            .map(|(agent, _)| agent.clone())
+            .collect()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -233,6 +299,7 @@ pub(crate) struct StatsInner {
     pub requests: AtomicU64,
     pub watches: AtomicU64,
     pub by_resource: Mutex<BTreeMap<String, VerbCounts>>,
+    pub by_client: Mutex<BTreeMap<String, BTreeMap<String, ClientWrites>>>,
 }
 
 /// State shared by all request handlers.
@@ -287,6 +354,18 @@ impl FaultHandle {
     /// Answer the next `n` updates (PUT/PATCH) with 409 Conflict.
     pub fn conflict_next_updates(&self, n: u64) {
         self.0.lock_faults().faults.conflict_next_updates = n;
+    }
+    /// Cuts clients whose User-Agent contains `user_agent` off from `resource` (plural): their
+    /// requests for it get 503 until [`FaultHandle::heal`].
+    pub fn partition(&self, user_agent: &str, resource: &str) {
+        self.0.lock_faults().faults.partitions.push(Partition {
+            user_agent: user_agent.into(),
+            resource: resource.into(),
+        });
+    }
+    /// Ends every partition.
+    pub fn heal(&self) {
+        self.0.lock_faults().faults.partitions.clear();
     }
     /// Answer the next `n` watch requests with 410 Gone.
     pub fn expire_next_watches(&self, n: u64) {
@@ -502,6 +581,11 @@ impl RunningApiServer {
             watches: s.watches.load(Ordering::Relaxed),
             by_resource: s
                 .by_resource
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            by_client: s
+                .by_client
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),

@@ -288,3 +288,76 @@ async fn endpoints_and_slices_with_bad_addresses_or_ports_are_invalid() {
     assert_eq!(code, 201, "{out}");
     server.shutdown().await;
 }
+
+/// A write as `agent` (User-Agent); returns the status code.
+async fn write_as(addr: SocketAddr, agent: &str, name: &str) -> u16 {
+    let body =
+        format!(r#"{{"apiVersion":"v1","kind":"Endpoints","metadata":{{"name":"{name}"}}}}"#);
+    let exchange = async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST {EPS} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nUser-Agent: {agent}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(body.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        String::from_utf8_lossy(&out)[9..12].parse().unwrap()
+    };
+    tokio::time::timeout(DEADLINE, exchange).await.unwrap()
+}
+
+/// Writes are counted per User-Agent, but a client inventing a new User-Agent per request
+/// cannot grow that table past its bound: the rest count together as "(other)".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_client_write_counts_are_bounded() {
+    let (server, addr) = start(Config::default()).await;
+    let clients = weir_apiserver::MAX_CLIENTS + 44;
+    for i in 0..clients {
+        assert_eq!(
+            write_as(addr, &format!("agent-{i}/1.0"), &format!("e{i}")).await,
+            201
+        );
+    }
+    let stats = server.stats();
+    assert_eq!(stats.by_client.len(), weir_apiserver::MAX_CLIENTS + 1);
+    let other = stats.client_writes("(other)", &["endpoints"]).unwrap();
+    assert_eq!(other.count, 44);
+    let first = stats.client_writes("agent-0/", &["endpoints"]).unwrap();
+    assert_eq!(first.count, 1);
+    assert!(
+        first.last <= other.first,
+        "the first agent wrote before the overflow"
+    );
+    assert_eq!(stats.writes("endpoints"), clients as u64);
+    server.shutdown().await;
+}
+
+/// A partition cuts one client (by User-Agent) off from one resource: its requests for it get
+/// 503, everyone else's and its other requests go through, until healed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_cuts_one_client_off_one_resource() {
+    let (server, addr) = start(Config::default()).await;
+    server.faults().partition("replica-a", "endpoints");
+    assert_eq!(write_as(addr, "weir/1 (replica-a)", "a1").await, 503);
+    assert_eq!(write_as(addr, "weir/1 (replica-b)", "b1").await, 201);
+    assert!(server.store().get("endpoints", "default", "a1").is_none());
+    // Cut off from another resource, its Endpoints writes go through.
+    server.faults().heal();
+    server.faults().partition("replica-a", "leases");
+    assert_eq!(write_as(addr, "weir/1 (replica-a)", "a2").await, 201);
+    server.faults().heal();
+    assert_eq!(write_as(addr, "weir/1 (replica-a)", "a3").await, 201);
+    let stats = server.stats();
+    assert_eq!(
+        stats
+            .client_writes("replica-a", &["endpoints"])
+            .unwrap()
+            .count,
+        3,
+        "refused writes count too"
+    );
+    assert_eq!(stats.writers(&["endpoints"]).len(), 2);
+    server.shutdown().await;
+}

@@ -2,6 +2,7 @@
 //! waits for a condition with a deadline.
 
 mod cluster;
+mod ha;
 mod orphans;
 mod process;
 mod slices;

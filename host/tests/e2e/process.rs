@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::cluster::*;
 
 /// A child process whose stdout lines arrive on a channel, so reads can have deadlines.
-struct Proc {
+pub(super) struct Proc {
     child: Child,
     lines: mpsc::Receiver<String>,
 }
@@ -28,7 +28,7 @@ impl Proc {
 
     /// Runs `command` (the weir binary, set up by the caller) with its log (stderr) as the
     /// lines read.
-    fn spawn_logging(mut command: Command) -> Proc {
+    pub(super) fn spawn_logging(mut command: Command) -> Proc {
         let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -51,7 +51,11 @@ impl Proc {
     }
 
     /// Reads lines until `done` says the collected output is complete.
-    fn read_until(&self, what: &str, mut done: impl FnMut(&[String]) -> bool) -> Vec<String> {
+    pub(super) fn read_until(
+        &self,
+        what: &str,
+        mut done: impl FnMut(&[String]) -> bool,
+    ) -> Vec<String> {
         let deadline = Instant::now() + DEADLINE;
         let mut seen = Vec::new();
         while !done(&seen) {
@@ -68,22 +72,34 @@ impl Proc {
     }
 
     /// Sends `signal` and waits for the exit status.
-    fn stop(mut self, signal: &str) -> std::process::ExitStatus {
+    pub(super) fn stop(self, signal: &str) -> std::process::ExitStatus {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
+        self.wait(&format!("weir to exit after {signal}"))
+    }
+
+    /// Waits for the process to exit on its own; fails after [`DEADLINE`].
+    pub(super) fn wait(mut self, what: &str) -> std::process::ExitStatus {
         let deadline = Instant::now() + DEADLINE;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(
-                Instant::now() < deadline,
-                "weir did not exit after {signal}"
-            );
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A test that fails half-way does not leave its weir running.
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }
@@ -263,7 +279,7 @@ async fn weir_demo_churn_rolls_a_pod_with_a_terminating_window() {
 
 /// A free TCP port on 127.0.0.1 (bound and released; the race with other tests is harmless
 /// because the kernel does not hand out a just-released ephemeral port again at once).
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -1,0 +1,354 @@
+//! High availability: two `weir run` replicas on one API server elect one writer through a
+//! Lease. Writes are told apart at the server by User-Agent, which names the replica's
+//! election identity. Short lease settings (3 s / 2 s / 1 s) keep the tests fast.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::cluster::*;
+use super::process::{Proc, free_port};
+
+/// What a controller writes (the Lease is not counted: every replica takes part in it).
+const WRITES: &[&str] = &["endpoints", "endpointslices", "events"];
+const LEASE_DURATION: Duration = Duration::from_secs(3);
+
+/// One `weir run` process.
+struct Replica {
+    proc: Proc,
+    port: u16,
+    identity: String,
+}
+
+impl Replica {
+    /// Starts a replica and reads its election identity from its (JSON) log.
+    fn start(kubeconfig: &Path) -> Replica {
+        let port = free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command
+            .args(["run", "--log-format", "json", "--workers", "2"])
+            .args(["--admin-addr", &format!("127.0.0.1:{port}")])
+            .args(["--leader-elect-lease-duration", "3s"])
+            .args(["--leader-elect-renew-deadline", "2s"])
+            .args(["--leader-elect-retry-period", "1s"])
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .env("WEIR_LOG", "info")
+            // The Lease goes to the Pod's namespace.
+            .env("POD_NAMESPACE", "weir-system");
+        let proc = Proc::spawn_logging(command);
+        let standing_by = "standing by for the leader-election lease";
+        let lines = tokio::task::block_in_place(|| {
+            proc.read_until("the replica's election identity", |seen| {
+                seen.iter().any(|l| l.contains(standing_by))
+            })
+        });
+        let line = lines.iter().find(|l| l.contains(standing_by)).unwrap();
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["namespace"], "weir-system", "{line}");
+        let identity = line["identity"].as_str().expect("identity").to_string();
+        Replica {
+            proc,
+            port,
+            identity,
+        }
+    }
+
+    /// `leader_election_master_status{name="weir"}` as its /metrics says now.
+    async fn leader_status(&self) -> Option<u8> {
+        let (_, body) = get(self.port, "/metrics").await?;
+        body.lines()
+            .find_map(|l| l.strip_prefix("leader_election_master_status{name=\"weir\"} "))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// Waits until its /metrics says `status`.
+    async fn wait_status(&self, status: u8, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.leader_status().await == Some(status) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not report leader status {status} within {within:?}",
+                self.identity
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// `GET path` on the admin port: (status code, body), `None` if nothing answers.
+async fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let exchange = async {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.ok()?;
+        let code = out.get(9..12)?.parse().ok()?;
+        Some((code, out.split_once("\r\n\r\n")?.1.to_string()))
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .ok()
+        .flatten()
+}
+
+fn lease_holder(c: &Cluster) -> Option<String> {
+    let lease = c.server.store().get("leases", "weir-system", "weir")?;
+    lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+}
+
+fn selected(app: &str) -> serde_json::Value {
+    json!({"app": app})
+}
+
+fn web(name: &str) -> serde_json::Value {
+    service(
+        "app",
+        name,
+        selected(name),
+        json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+    )
+}
+
+fn kubeconfig(c: &Cluster, dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let path = dir.path().join("kubeconfig");
+    c.server.write_kubeconfig(&path).unwrap();
+    path
+}
+
+/// Exactly one replica writes, and when it is killed the other takes over within the lease
+/// duration plus 5 s and brings every Service (old, changed and new) up to date.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_writer_and_a_sigkilled_leader_is_replaced() {
+    let mut objects = vec![namespace("weir-system"), namespace("app")];
+    for i in 0..3 {
+        let name = format!("svc-{i}");
+        objects.push(web(&name));
+        objects.push(pod(
+            "app",
+            &format!("p-{i}"),
+            selected(&name),
+            &format!("10.1.0.{i}"),
+            true,
+        ));
+    }
+    let c = Cluster::start(objects).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(&c, &dir);
+    let a = Replica::start(&kubeconfig);
+    let b = Replica::start(&kubeconfig);
+    for i in 0..3 {
+        let ip = format!("10.1.0.{i}");
+        c.wait_ips("app", &format!("svc-{i}"), &[&ip], &[]).await;
+    }
+    wait_for("one leader and one standby", || {
+        let (a, b) = (&a, &b);
+        async move {
+            let both = (a.leader_status().await, b.leader_status().await);
+            both == (Some(1), Some(0)) || both == (Some(0), Some(1))
+        }
+    })
+    .await;
+    let (leader, standby) = if a.leader_status().await == Some(1) {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    assert_eq!(lease_holder(&c), Some(leader.identity.clone()));
+    // The standby gets ready (caches synced) but writes nothing.
+    wait_for("the standby ready", || {
+        let port = standby.port;
+        async move {
+            get(port, "/readyz")
+                .await
+                .is_some_and(|(code, _)| code == 200)
+        }
+    })
+    .await;
+    let writers = c.server.stats().writers(WRITES);
+    assert_eq!(writers.len(), 1, "exactly one writer: {writers:?}");
+    assert!(
+        writers[0].contains(&leader.identity) && writers[0].starts_with("weir/"),
+        "{writers:?}"
+    );
+
+    let killed = Instant::now();
+    let status = tokio::task::block_in_place(|| leader.proc.stop("-KILL"));
+    assert!(!status.success());
+    // Changes made while nobody leads: a pod turns not ready, a Service and its pod appear.
+    c.apply(pod("app", "p-0", selected("svc-0"), "10.1.0.0", false))
+        .await;
+    c.apply(web("svc-new")).await;
+    c.apply(pod("app", "p-new", selected("svc-new"), "10.1.0.9", true))
+        .await;
+    standby
+        .wait_status(1, LEASE_DURATION + Duration::from_secs(5))
+        .await;
+    let took_over = killed.elapsed();
+    assert_eq!(lease_holder(&c), Some(standby.identity.clone()));
+    c.wait_ips("app", "svc-0", &[], &["10.1.0.0"]).await;
+    c.wait_ips("app", "svc-1", &["10.1.0.1"], &[]).await;
+    c.wait_ips("app", "svc-2", &["10.1.0.2"], &[]).await;
+    c.wait_ips("app", "svc-new", &["10.1.0.9"], &[]).await;
+    let stats = c.server.stats();
+    let old = stats.client_writes(&leader.identity, WRITES).unwrap();
+    let new = stats
+        .client_writes(&standby.identity, WRITES)
+        .expect("the new leader writes");
+    assert!(old.last < new.first, "the two leaders' writes overlap");
+    assert_eq!(stats.writers(WRITES).len(), 2);
+
+    // SIGTERM on a leader: exit 0, and the Lease is released for the next one at once.
+    let status = tokio::task::block_in_place(|| standby.proc.stop("-TERM"));
+    assert!(status.success(), "{status:?}");
+    assert_eq!(lease_holder(&c), None, "released on SIGTERM");
+    eprintln!("takeover after SIGKILL: {took_over:?}");
+}
+
+/// A leader whose Lease renewals fail (it is partitioned from the Lease, but could still write
+/// Endpoints) stops writing before the standby starts, and exits non-zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts() {
+    let mut objects = web_app();
+    objects.push(namespace("weir-system"));
+    let c = Cluster::start(objects).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(&c, &dir);
+    let a = Replica::start(&kubeconfig);
+    a.wait_status(1, DEADLINE).await;
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    let b = Replica::start(&kubeconfig);
+    wait_for("b ready as a standby", || {
+        let b = &b;
+        async move {
+            b.leader_status().await == Some(0)
+                && get(b.port, "/readyz")
+                    .await
+                    .is_some_and(|(code, _)| code == 200)
+        }
+    })
+    .await;
+
+    // Churn: the pod flips readiness all along, so a leader always has something to write.
+    let churn = tokio::spawn({
+        let client = c.client.clone();
+        async move {
+            for i in 0.. {
+                apply(
+                    &client,
+                    pod("app", "a", json!({"app": "web"}), "10.1.0.1", i % 2 == 0),
+                )
+                .await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    });
+    c.server.faults().partition(&a.identity, "leases");
+    let a_identity = a.identity.clone();
+    let (status, log) = tokio::task::block_in_place(|| {
+        let log = a.proc.read_until("a to give up", |seen| {
+            seen.iter().any(|l| l.contains("leader election lost"))
+        });
+        (a.proc.wait("a to exit"), log)
+    });
+    assert_eq!(status.code(), Some(1), "a lost leader exits 1: {status:?}");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("not renewed within the renew deadline")),
+        "{}",
+        log.join("\n")
+    );
+    b.wait_status(1, DEADLINE).await;
+    assert_eq!(lease_holder(&c), Some(b.identity.clone()));
+    // b writes the churn from now on.
+    wait_for("b's first write", || {
+        let found = c
+            .server
+            .stats()
+            .client_writes(&b.identity, WRITES)
+            .is_some();
+        async move { found }
+    })
+    .await;
+    churn.abort();
+    let _ = churn.await;
+    c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", true))
+        .await;
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+
+    let stats = c.server.stats();
+    let a_writes = stats.client_writes(&a_identity, WRITES).unwrap();
+    let b_writes = stats.client_writes(&b.identity, WRITES).unwrap();
+    assert!(
+        a_writes.last < b_writes.first,
+        "a wrote {:?} after b's first write",
+        a_writes.last - b_writes.first
+    );
+    let status = tokio::task::block_in_place(|| b.proc.stop("-TERM"));
+    assert!(status.success(), "{status:?}");
+}
+
+/// In process, with the gate driven by hand: a standby syncs its caches and is ready but
+/// writes nothing; once it leads it writes; when no renewal comes within the renew deadline,
+/// /healthz fails with the reason and writes are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
+    use weir::leader::WriteGate;
+    let c = Cluster::start(web_app()).await;
+    let gate = WriteGate::leased(Duration::from_secs(1));
+    let config = weir::controller::Config {
+        gate: gate.clone(),
+        ..Default::default()
+    };
+    let run = c.run(default_guest().await, config);
+    let (addr, _admin) = weir::admin::Admin::new(run.handle.clone(), None)
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let port = addr.port();
+    wait_for("a synced standby", || {
+        let h = run.handle.clone();
+        async move { h.is_synced() && !h.queue.is_empty() }
+    })
+    .await;
+    assert_eq!(get(port, "/readyz").await.unwrap().0, 200);
+    assert_eq!(get(port, "/healthz").await.unwrap().0, 200);
+    assert_eq!(c.server.stats().writers(WRITES), Vec::<String>::new());
+    assert!(c.endpoints("app", "web").is_none());
+
+    gate.renewed(tokio::time::Instant::now());
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    // No more renewals: a second later the leader must not write, and says so.
+    wait_for("/healthz failing", || async move {
+        get(port, "/healthz")
+            .await
+            .is_some_and(|(code, body)| code == 503 && body.contains("not renewed"))
+    })
+    .await;
+    assert_eq!(
+        get(port, "/readyz").await.unwrap().0,
+        200,
+        "readyz unchanged"
+    );
+    let writes = c.server.stats().writes("endpoints");
+    let errors = run.handle.metrics.sync_errors();
+    c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", false))
+        .await;
+    wait_for("the sync refused by the gate", || {
+        let h = run.handle.clone();
+        async move { h.metrics.sync_errors() > errors }
+    })
+    .await;
+    assert_eq!(c.server.stats().writes("endpoints"), writes);
+    run.stop().await;
+}
