@@ -243,6 +243,19 @@ fn manifests_render_validate_and_hold_together() {
             "{rule:?}"
         );
     }
+    // What leader election does with the Lease: create it once, get and patch it
+    // (kube-lease-manager), and list and watch it by name (weir follows its renewals).
+    let lease_verbs: Vec<&str> = for_resource("leases")
+        .iter()
+        .flat_map(|r| r["verbs"].as_sequence().unwrap())
+        .filter_map(Value::as_str)
+        .collect();
+    for verb in ["create", "get", "patch", "list", "watch"] {
+        assert!(
+            lease_verbs.contains(&verb),
+            "leases: {verb} missing from {lease_verbs:?}"
+        );
+    }
     let cluster_rules = find(&objects, "ClusterRole", "weir")["rules"]
         .as_sequence()
         .unwrap();

@@ -190,17 +190,17 @@ pub struct LeaderElectionArgs {
 
     /// How long a standby waits after the leader's last renewal before taking the Lease.
     /// Whole seconds.
-    #[arg(long, env = "WEIR_LEADER_ELECT_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "WEIR_LEADER_ELECT_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
     pub leader_elect_lease_duration: Duration,
 
     /// How long the leader keeps writing without a successful renewal; it must be shorter
     /// than the lease duration, and the difference covers clock skew between replicas.
-    #[arg(long, env = "WEIR_LEADER_ELECT_RENEW_DEADLINE", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "WEIR_LEADER_ELECT_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub leader_elect_renew_deadline: Duration,
 
     /// How often the leader renews the Lease and retries a failed request. Whole seconds,
     /// shorter than the renew deadline.
-    #[arg(long, env = "WEIR_LEADER_ELECT_RETRY_PERIOD", default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "WEIR_LEADER_ELECT_RETRY_PERIOD", value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub leader_elect_retry_period: Duration,
 
     /// Name of the Lease.
