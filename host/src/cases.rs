@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -134,6 +135,41 @@ pub struct ExpectSlices {
     /// multiset.
     #[serde(default)]
     pub slices: Option<Vec<ExpectedSlice>>,
+    /// The events the decision records on the Service, as a multiset of `{type, reason}`
+    /// (and `message`, when given); `[]` means none.
+    #[serde(default)]
+    pub events: Option<Vec<ExpectedEvent>>,
+    /// Per zone, how many endpoints of the resulting slices carry a hint for it (for
+    /// topology-aware allocation, where which endpoint is moved to another zone is
+    /// arbitrary). Zones not listed must have none.
+    #[serde(default, rename = "zoneHints")]
+    pub zone_hints: Option<BTreeMap<String, usize>>,
+    /// How many endpoints of the resulting slices are hinted for a zone other than their own.
+    #[serde(default, rename = "crossZoneHints")]
+    pub cross_zone_hints: Option<usize>,
+}
+
+/// One expected event on the Service.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedEvent {
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: EventType,
+    /// The event's reason.
+    pub reason: String,
+    /// The full message; checked only when given.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// The type of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum EventType {
+    /// An informational event.
+    Normal,
+    /// A problem.
+    Warning,
 }
 
 /// One expected slice: endpoints and ports compare as sets.
@@ -152,9 +188,27 @@ pub struct ExpectedSlice {
     /// `endpoints`.
     #[serde(default)]
     pub endpoints: Vec<discovery::Endpoint>,
+    /// Instead of `endpoints`: only how many the slice holds, for cases where which endpoint
+    /// lands in which slice is arbitrary (R0.4).
+    #[serde(default, rename = "endpointCount")]
+    pub endpoint_count: Option<usize>,
+    /// Whether endpoint `hints` take part in the comparison (default true); false where the
+    /// topology-aware allocation picks arbitrary endpoints, checked instead by `zoneHints`.
+    #[serde(default = "yes", rename = "compareHints")]
+    pub compare_hints: bool,
     /// `metadata.labels`; checked only when given.
     #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,
+    /// `metadata.annotations`, the trigger time included; checked only when given.
+    #[serde(default)]
+    pub annotations: Option<BTreeMap<String, String>>,
+    /// `metadata.ownerReferences`; checked only when given.
+    #[serde(default, rename = "ownerReferences")]
+    pub owner_references: Option<Vec<OwnerReference>>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// An action name in a case file.
@@ -247,9 +301,20 @@ impl Case {
             .and_then(|e| e.endpoint_slices.as_ref())
             .and_then(|e| e.slices.as_ref())
         {
-            let expected = slices
+            if let Some(i) = slices
                 .iter()
-                .map(|s| (s.address_type.as_str(), s.endpoints.len()));
+                .position(|s| s.endpoint_count.is_some() && !s.endpoints.is_empty())
+            {
+                return Err(format!(
+                    "expect.endpointSlices.slices[{i}]: give endpoints or endpointCount, not both"
+                ));
+            }
+            let expected = slices.iter().map(|s| {
+                (
+                    s.address_type.as_str(),
+                    s.endpoint_count.unwrap_or(s.endpoints.len()),
+                )
+            });
             check_slices("expect.endpointSlices.slices", expected)?;
         }
         Ok(())
@@ -699,37 +764,85 @@ pub fn comparable_slice(
     out
 }
 
+/// The comparable form of `s` restricted to what `e` checks: name, labels, annotations and
+/// ownerReferences only when `e` gives them, hints only when `e.compareHints`, and only the
+/// number of endpoints when `e.endpointCount` is given. `e = None` shows everything a diff
+/// needs.
+fn slice_form(s: &discovery::EndpointSlice, e: Option<&ExpectedSlice>) -> Value {
+    let meta = &s.metadata;
+    let mut endpoints = s.endpoints.clone().unwrap_or_default();
+    if e.is_some_and(|e| !e.compare_hints) {
+        for endpoint in &mut endpoints {
+            endpoint.hints = None;
+        }
+    }
+    let no_labels = BTreeMap::new();
+    let mut out = comparable_slice(
+        &s.address_type,
+        s.ports.as_deref().unwrap_or_default(),
+        &endpoints,
+        e.is_none_or(|e| e.name.is_some())
+            .then(|| meta.name.as_deref().unwrap_or_default()),
+        e.is_none_or(|e| e.labels.is_some())
+            .then(|| meta.labels.as_ref().unwrap_or(&no_labels)),
+    );
+    if e.is_some_and(|e| e.endpoint_count.is_some()) {
+        out["endpoints"] = json!(endpoints.len());
+    }
+    if e.is_none_or(|e| e.annotations.is_some()) {
+        out["annotations"] = json!(meta.annotations.clone().unwrap_or_default());
+    }
+    if e.is_none_or(|e| e.owner_references.is_some()) {
+        out["ownerReferences"] = json!(meta.owner_references.clone().unwrap_or_default());
+    }
+    out
+}
+
+/// The comparable form of an expected slice (see [`slice_form`]).
+fn expected_form(e: &ExpectedSlice) -> Value {
+    let slice = discovery::EndpointSlice {
+        metadata: ObjectMeta {
+            name: e.name.clone(),
+            labels: e.labels.clone(),
+            annotations: e.annotations.clone(),
+            owner_references: e.owner_references.clone(),
+            ..ObjectMeta::default()
+        },
+        address_type: e.address_type.clone(),
+        endpoints: Some(e.endpoints.clone()),
+        ports: Some(e.ports.clone()),
+    };
+    let mut out = slice_form(&slice, Some(e));
+    if let Some(count) = e.endpoint_count {
+        out["endpoints"] = json!(count);
+    }
+    out
+}
+
 /// Differences between expected and actual slices (a multiset match), as readable text.
 fn compare_slices(expected: &[ExpectedSlice], actual: &[discovery::EndpointSlice]) -> Vec<String> {
-    let form = |s: &discovery::EndpointSlice, e: Option<&ExpectedSlice>| {
-        comparable_slice(
-            &s.address_type,
-            s.ports.as_deref().unwrap_or_default(),
-            s.endpoints.as_deref().unwrap_or_default(),
-            e.and_then(|e| e.name.as_ref())
-                .and(s.metadata.name.as_deref()),
-            e.and_then(|e| e.labels.as_ref())
-                .and(Some(s.metadata.labels.as_ref().unwrap_or(&BTreeMap::new()))),
-        )
+    // Most specific expectations first, so one that names labels or a name is not left
+    // without its slice by a looser one.
+    let specific = |e: &ExpectedSlice| {
+        [
+            e.name.is_some(),
+            e.labels.is_some(),
+            e.annotations.is_some(),
+            e.owner_references.is_some(),
+            e.endpoint_count.is_none(),
+            e.compare_hints,
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count()
     };
-    let want = |e: &ExpectedSlice| {
-        comparable_slice(
-            &e.address_type,
-            &e.ports,
-            &e.endpoints,
-            e.name.as_deref(),
-            e.labels.as_ref(),
-        )
-    };
-    // Most specific expectations first, so one that names labels is not left without its
-    // slice by a looser one.
     let mut order: Vec<&ExpectedSlice> = expected.iter().collect();
-    order.sort_by_key(|e| std::cmp::Reverse(e.labels.is_some() as u8 + e.name.is_some() as u8));
+    order.sort_by_key(|e| std::cmp::Reverse(specific(e)));
     let mut unmatched: Vec<&discovery::EndpointSlice> = actual.iter().collect();
     let mut missing = Vec::new();
     for e in order {
-        let w = want(e);
-        match unmatched.iter().position(|s| form(s, Some(e)) == w) {
+        let w = expected_form(e);
+        match unmatched.iter().position(|s| slice_form(s, Some(e)) == w) {
             Some(i) => {
                 unmatched.remove(i);
             }
@@ -739,13 +852,72 @@ fn compare_slices(expected: &[ExpectedSlice], actual: &[discovery::EndpointSlice
     if missing.is_empty() && unmatched.is_empty() {
         return Vec::new();
     }
-    let extra: Vec<Value> = unmatched.iter().map(|s| form(s, None)).collect();
+    let extra: Vec<Value> = unmatched.iter().map(|s| slice_form(s, None)).collect();
     vec![format!(
         "endpointSlices.slices differ ({} expected not found, {} actual not expected; - expected, + actual):\n{}",
         missing.len(),
         extra.len(),
         diff(&Value::Array(missing), &Value::Array(extra))
     )]
+}
+
+/// Differences between the expected and the decided events (a multiset match on type and
+/// reason, and message where the expectation gives one).
+fn compare_events(expected: &[ExpectedEvent], actual: &[Value]) -> Vec<String> {
+    let form = |e: &Value, with_message: bool| {
+        json!({
+            "type": e["type"],
+            "reason": e["reason"],
+            "message": if with_message { e["message"].clone() } else { Value::Null },
+        })
+    };
+    let mut unmatched: Vec<&Value> = actual.iter().collect();
+    let mut missing = Vec::new();
+    for e in expected {
+        let kind = match e.type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        let w = json!({"type": kind, "reason": e.reason, "message": e.message});
+        match unmatched
+            .iter()
+            .position(|a| form(a, e.message.is_some()) == w)
+        {
+            Some(i) => {
+                unmatched.remove(i);
+            }
+            None => missing.push(w),
+        }
+    }
+    if missing.is_empty() && unmatched.is_empty() {
+        return Vec::new();
+    }
+    let extra: Vec<Value> = unmatched.into_iter().cloned().collect();
+    vec![format!(
+        "endpointSlices.events differ (- expected, + actual):\n{}",
+        diff(&Value::Array(missing), &Value::Array(extra))
+    )]
+}
+
+/// Per zone, the endpoints of `slices` hinted for it, and how many of those are hinted for a
+/// zone other than their own.
+fn hint_counts(slices: &[discovery::EndpointSlice]) -> (BTreeMap<String, usize>, usize) {
+    let mut by_zone = BTreeMap::new();
+    let mut cross = 0;
+    let endpoints = slices.iter().flat_map(|s| s.endpoints.iter().flatten());
+    for endpoint in endpoints {
+        let zones = endpoint
+            .hints
+            .iter()
+            .flat_map(|h| h.for_zones.iter().flatten());
+        for zone in zones {
+            *by_zone.entry(zone.name.clone()).or_insert(0) += 1;
+            if endpoint.zone.as_deref() != Some(zone.name.as_str()) {
+                cross += 1;
+            }
+        }
+    }
+    (by_zone, cross)
 }
 
 /// Differences between a case's `expect` and its outcome, as readable text; empty when it
@@ -775,10 +947,26 @@ pub fn compare_outcome(case: &Case, expect: &Expect, outcome: &Outcome) -> Vec<S
             problems.push(format!("endpointSlices.{what}: expected {want}, got {got}"));
         }
     }
+    let after = case.slices_after(&outcome.slices);
     if let Some(expected) = &want.slices {
-        problems.extend(compare_slices(
-            expected,
-            &case.slices_after(&outcome.slices),
+        problems.extend(compare_slices(expected, &after));
+    }
+    if let Some(expected) = &want.events {
+        problems.extend(compare_events(expected, &outcome.events));
+    }
+    let (by_zone, cross) = hint_counts(&after);
+    if let Some(expected) = &want.zone_hints
+        && *expected != by_zone
+    {
+        problems.push(format!(
+            "endpointSlices.zoneHints: expected {expected:?}, got {by_zone:?}"
+        ));
+    }
+    if let Some(expected) = want.cross_zone_hints
+        && expected != cross
+    {
+        problems.push(format!(
+            "endpointSlices.crossZoneHints: expected {expected}, got {cross}"
         ));
     }
     problems
@@ -937,5 +1125,115 @@ pub async fn check_file(guest: &Guest, path: &Path) -> Verdict {
         name: case.name.clone(),
         problems,
         unusable: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(v: Value) -> discovery::EndpointSlice {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn expected(yaml: &str) -> Vec<ExpectedSlice> {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    /// A created slice of `foo` with two endpoints, one hinted for another zone.
+    fn actual() -> Vec<discovery::EndpointSlice> {
+        vec![slice(json!({
+            "metadata": {"name": "foo-created-0", "labels": {"a": "b"},
+                "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2025-01-02T03:04:05Z"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "foo",
+                    "uid": "u", "controller": true, "blockOwnerDeletion": true}]},
+            "addressType": "IPv4",
+            "ports": [],
+            "endpoints": [
+                {"addresses": ["10.0.0.1"], "zone": "zone-a",
+                    "hints": {"forZones": [{"name": "zone-a"}]}},
+                {"addresses": ["10.0.0.2"], "zone": "zone-b",
+                    "hints": {"forZones": [{"name": "zone-a"}]}},
+            ],
+        }))]
+    }
+
+    #[test]
+    fn endpoint_count_checks_only_the_number() {
+        let ok = expected("[{addressType: IPv4, endpointCount: 2}]");
+        assert!(compare_slices(&ok, &actual()).is_empty());
+        let wrong = expected("[{addressType: IPv4, endpointCount: 3}]");
+        assert_eq!(compare_slices(&wrong, &actual()).len(), 1);
+    }
+
+    #[test]
+    fn hints_are_ignored_only_when_asked() {
+        let bare = "[{addressType: IPv4, compareHints: HINTS, endpoints: [
+            {addresses: [10.0.0.1], zone: zone-a}, {addresses: [10.0.0.2], zone: zone-b}]}]";
+        let ignoring = expected(&bare.replace("HINTS", "false"));
+        assert!(compare_slices(&ignoring, &actual()).is_empty());
+        let comparing = expected(&bare.replace("HINTS", "true"));
+        assert_eq!(compare_slices(&comparing, &actual()).len(), 1);
+    }
+
+    #[test]
+    fn annotations_and_owner_references_are_checked_when_given() {
+        let ok = expected(
+            "[{addressType: IPv4, endpointCount: 2,
+               annotations: {endpoints.kubernetes.io/last-change-trigger-time: '2025-01-02T03:04:05Z'},
+               ownerReferences: [{apiVersion: v1, kind: Service, name: foo, uid: u, controller: true,
+                                  blockOwnerDeletion: true}]}]",
+        );
+        assert!(compare_slices(&ok, &actual()).is_empty());
+        for wrong in [
+            "[{addressType: IPv4, endpointCount: 2, annotations: {}}]",
+            "[{addressType: IPv4, endpointCount: 2, ownerReferences: []}]",
+        ] {
+            assert_eq!(
+                compare_slices(&expected(wrong), &actual()).len(),
+                1,
+                "{wrong}"
+            );
+        }
+    }
+
+    #[test]
+    fn hint_counts_per_zone_and_across_zones() {
+        let (by_zone, cross) = hint_counts(&actual());
+        assert_eq!(by_zone, BTreeMap::from([("zone-a".to_string(), 2)]));
+        assert_eq!(cross, 1);
+    }
+
+    #[test]
+    fn events_compare_as_a_multiset_with_optional_messages() {
+        let actual = vec![
+            json!({"type": "Normal", "reason": "TopologyAwareHintsEnabled", "message": "on"}),
+            json!({"type": "Warning", "reason": "TopologyAwareHintsDisabled", "message": "off"}),
+        ];
+        let events = |yaml: &str| -> Vec<ExpectedEvent> { serde_yaml::from_str(yaml).unwrap() };
+        let ok = events(
+            "[{type: Warning, reason: TopologyAwareHintsDisabled, message: 'off'},
+              {type: Normal, reason: TopologyAwareHintsEnabled}]",
+        );
+        assert!(compare_events(&ok, &actual).is_empty());
+        let wrong_message = events(
+            "[{type: Warning, reason: TopologyAwareHintsDisabled, message: x},
+              {type: Normal, reason: TopologyAwareHintsEnabled}]",
+        );
+        assert_eq!(compare_events(&wrong_message, &actual).len(), 1);
+        assert_eq!(compare_events(&[], &actual).len(), 1, "[] means no event");
+        assert!(compare_events(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn endpoints_and_endpoint_count_together_are_refused() {
+        let case: Case = serde_yaml::from_str(
+            "key: ns/foo
+expect: {endpointSlices: {slices: [{addressType: IPv4, endpointCount: 1,
+                                    endpoints: [{addresses: [10.0.0.1]}]}]}}",
+        )
+        .unwrap();
+        let err = case.check().unwrap_err();
+        assert!(err.contains("expect.endpointSlices.slices[0]"), "{err}");
     }
 }

@@ -348,7 +348,9 @@ def check(path: pathlib.Path) -> list[str]:
 
 
 def main(argv):
-    paths = [pathlib.Path(a) for a in argv] or sorted(CASES.rglob("*.yaml"))
+    # slices/ holds EndpointSlice cases (tests/cases/gen/slices.py), outside this Endpoints model.
+    paths = [pathlib.Path(a) for a in argv] or sorted(
+        p for p in CASES.rglob("*.yaml") if p.relative_to(CASES).parts[0] != "slices")
     bad = 0
     for p in paths:
         errs = check(p)

@@ -44,8 +44,24 @@ pub fn apply(ctx: &Context<'_>, plan: &mut Plan<'_>, events: &mut Vec<ServiceEve
             }
         }
     } else {
+        if stored_zone_hints(ctx) {
+            events.push(disabled(ctx, "Topology Aware Hints has been disabled"));
+        }
         remove_hints(plan);
     }
+}
+
+/// Whether the stored slices of this Service and address type carry zone hints. Upstream
+/// remembers in memory which Services topology-aware allocation gave hints (R5.4b); a guest
+/// sees only the stored objects, so the hints themselves stand in for that memory.
+fn stored_zone_hints(ctx: &Context<'_>) -> bool {
+    let address_type = super::address_type(ctx.family);
+    ctx.request
+        .endpoint_slices
+        .iter()
+        .filter(|s| s.address_type == address_type && super::is_considered(s, ctx.service))
+        .flat_map(|s| s.endpoints.iter())
+        .any(|e| e.hints.as_ref().is_some_and(|h| !h.for_zones.is_empty()))
 }
 
 fn is_ready(endpoint: &Endpoint) -> bool {
@@ -221,15 +237,7 @@ fn topology_aware(ctx: &Context<'_>, plan: &mut Plan<'_>, events: &mut Vec<Servi
         .flat_map(|s| s.endpoints.iter())
         .filter(|e| is_ready(e))
         .count();
-    // Whether hints were in place before: the stored slices carry zone hints. (Upstream
-    // remembers it in memory; a guest sees only the stored objects.)
-    let had_hints = ctx
-        .request
-        .endpoint_slices
-        .iter()
-        .filter(|s| super::is_considered(s, ctx.service))
-        .flat_map(|s| s.endpoints.iter())
-        .any(|e| e.hints.as_ref().is_some_and(|h| !h.for_zones.is_empty()));
+    let had_hints = stored_zone_hints(ctx);
     let allocations = match allocations(ctx, total) {
         Ok(a) => a,
         Err(text) => {
@@ -342,5 +350,69 @@ fn topology_aware(ctx: &Context<'_>, plan: &mut Plan<'_>, events: &mut Vec<Servi
                 super::address_type(ctx.family)
             ),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{kv, pod, request, service};
+    use crate::types::{Decision, EndpointHints};
+    use crate::{DefaultPolicy, reconcile};
+
+    fn events(decision: &Decision) -> Vec<(bool, &str, &str)> {
+        decision
+            .events
+            .iter()
+            .map(|e| (e.warning, e.reason.as_str(), e.message.as_str()))
+            .collect()
+    }
+
+    /// A sync whose first decision is stored back, with `hint` on every stored endpoint.
+    fn stored_with_hints(svc: crate::types::Service, hint: Option<&str>) -> crate::types::Request {
+        let mut req = request(svc.clone(), vec![pod("a", "10.0.0.1", true)]);
+        let first = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        let mut slice = first.slices.create[0].clone();
+        slice.name = "svc-abc".into();
+        for e in &mut slice.endpoints {
+            e.hints = hint.map(|z| EndpointHints {
+                for_zones: vec![z.into()],
+                for_nodes: vec![],
+            });
+        }
+        req.endpoint_slices = vec![slice];
+        req
+    }
+
+    #[test]
+    fn hints_left_from_topology_mode_are_removed_with_a_warning() {
+        // R5.4b (S89): neither mechanism applies any more, but the stored slices carry zone
+        // hints: one Warning, and an update stripping them.
+        let req = stored_with_hints(service(), Some("zone-a"));
+        let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        assert_eq!(
+            events(&decision),
+            [(
+                true,
+                "TopologyAwareHintsDisabled",
+                "Topology Aware Hints has been disabled, addressType: IPv4"
+            )]
+        );
+        assert_eq!(decision.slices.update.len(), 1);
+        assert!(decision.slices.update[0].endpoints[0].hints.is_none());
+    }
+
+    #[test]
+    fn no_warning_without_stored_hints_or_under_traffic_distribution() {
+        let req = stored_with_hints(service(), None);
+        let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        assert!(decision.events.is_empty());
+        assert!(decision.slices.update.is_empty());
+        // PreferClose keeps managing hints itself: nothing was disabled.
+        let mut svc = service();
+        svc.traffic_distribution = Some("PreferClose".into());
+        svc.annotations = vec![kv("unrelated", "x")];
+        let req = stored_with_hints(svc, Some("zone-a"));
+        let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        assert!(decision.events.is_empty());
     }
 }
