@@ -161,9 +161,28 @@ impl Handle {
         Ok(())
     }
 
+    /// Queues `key` for a sync. A standby queues nothing: it syncs every Service once it
+    /// leads, so meanwhile its queue (and the workqueue metrics) stay empty.
+    pub fn enqueue(&self, key: String) {
+        if self.gate.is_leading() {
+            self.queue.add(key);
+        }
+    }
+
+    /// [`Handle::enqueue`] after `delay`.
+    pub fn enqueue_after(&self, key: String, delay: Duration) {
+        if self.gate.is_leading() {
+            self.queue.add_after(key, delay);
+        }
+    }
+
     /// Enqueues every managed Service once (after a guest swap, the rules changed, and on
-    /// every resync), and every key whose Endpoints still wait for deletion.
+    /// every resync), and every key whose Endpoints still wait for deletion. Nothing on a
+    /// standby (see [`Handle::enqueue`]).
     pub fn enqueue_all(&self) -> usize {
+        if !self.gate.is_leading() {
+            return 0;
+        }
         let mut keys = self.cache.service_keys();
         keys.extend(self.cache.deletable_keys());
         let n = keys.len();
@@ -348,8 +367,7 @@ impl Controller {
                 return;
             }
         }
-        // Everything a standby saw change is in the queue already; a new leader still
-        // checks every Service, as a restart would.
+        // A standby queued nothing: the new leader checks every Service, as a restart would.
         if standby {
             handle.enqueue_all();
         }
@@ -491,7 +509,7 @@ fn services_handler(h: Handle) -> impl FnMut(Change<core::Service>) {
         let apply = |svc: &core::Service| {
             let (ns, name) = names(svc);
             if h.cache.apply_service(svc) {
-                h.queue.add(key(&ns, &name));
+                h.enqueue(key(&ns, &name));
             }
             key(&ns, &name)
         };
@@ -502,7 +520,7 @@ fn services_handler(h: Handle) -> impl FnMut(Change<core::Service>) {
             Change::Delete(svc) => {
                 let (ns, name) = names(&svc);
                 h.cache.delete_service(&ns, &name);
-                h.queue.add(key(&ns, &name));
+                h.enqueue(key(&ns, &name));
             }
             Change::RelistStart => seen = Some(HashSet::new()),
             Change::RelistItem(svc) => {
@@ -512,7 +530,7 @@ fn services_handler(h: Handle) -> impl FnMut(Change<core::Service>) {
             Change::RelistDone => {
                 let seen = seen.take().unwrap_or_default();
                 for k in h.cache.retain_services(&seen) {
-                    h.queue.add(k);
+                    h.enqueue(k);
                 }
             }
         }
@@ -525,7 +543,7 @@ fn pods_handler(h: Handle, batch: Duration) -> impl FnMut(Change<core::Pod>) {
         let enqueue = |ns: &str, old: Option<&CachedPod>, new: Option<&CachedPod>| {
             let services = h.cache.services_in(ns);
             for k in events::keys_for_pod(&services, old, new) {
-                h.queue.add_after(k, batch);
+                h.enqueue_after(k, batch);
             }
         };
         let apply = |pod: &core::Pod| {
@@ -574,7 +592,7 @@ fn endpoints_handler(h: Handle) -> impl FnMut(Change<core::Endpoints>) {
             // D3: an Endpoints changed by anyone is re-synced, so hand edits are restored at
             // once. Before the first sync the leftover sweep covers every object instead.
             if h.is_synced() && old.is_none_or(|o| o.metadata.resource_version != rv) {
-                h.queue.add(k.clone());
+                h.enqueue(k.clone());
             }
             k
         };
@@ -586,7 +604,7 @@ fn endpoints_handler(h: Handle) -> impl FnMut(Change<core::Endpoints>) {
                 let (ns, name) = names(&ep);
                 let k = key(&ns, &name);
                 h.cache.delete_endpoints(&k);
-                h.queue.add(k);
+                h.enqueue(k);
             }
             Change::RelistStart => seen = Some(HashSet::new()),
             Change::RelistItem(ep) => {
@@ -598,7 +616,7 @@ fn endpoints_handler(h: Handle) -> impl FnMut(Change<core::Endpoints>) {
                 for (k, _) in h.cache.endpoints_keys() {
                     if !seen.contains(&k) {
                         h.cache.delete_endpoints(&k);
-                        h.queue.add(k);
+                        h.enqueue(k);
                     }
                 }
             }
@@ -617,7 +635,7 @@ fn slices_handler(h: Handle, batch: Duration) -> impl FnMut(Change<EndpointSlice
     move |change| {
         let enqueue = |old: Option<&EndpointSlice>, new: Option<&EndpointSlice>| {
             for k in slices::keys_for_slice(&h.syncer.slice_tracker, old, new) {
-                h.queue.add_after(k, slice_delay(batch));
+                h.enqueue_after(k, slice_delay(batch));
             }
         };
         let apply = |slice: EndpointSlice| {
@@ -670,7 +688,7 @@ fn nodes_handler(h: Handle) -> impl FnMut(Change<core::Node>) {
             // where the hints no longer hold.
             if slices::NodeView::topology_changed(old, new) && h.is_synced() {
                 for k in h.cache.topology_hint_service_keys() {
-                    h.queue.add(k);
+                    h.enqueue(k);
                 }
             }
         };

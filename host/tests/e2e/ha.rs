@@ -318,9 +318,12 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
     let port = addr.port();
     wait_for("a synced standby", || {
         let h = run.handle.clone();
-        async move { h.is_synced() && !h.queue.is_empty() }
+        async move { h.is_synced() }
     })
     .await;
+    // A standby queues nothing (it syncs everything when it leads).
+    assert!(run.handle.queue.is_empty());
+    assert_eq!(run.handle.enqueue_all(), 0);
     assert_eq!(get(port, "/readyz").await.unwrap().0, 200);
     assert_eq!(get(port, "/healthz").await.unwrap().0, 200);
     assert_eq!(c.server.stats().writers(WRITES), Vec::<String>::new());
@@ -340,15 +343,31 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
         200,
         "readyz unchanged"
     );
+    // A change now queues nothing, and a sync of it (as an in-flight worker would make) is
+    // refused before it reaches the API server.
     let writes = c.server.stats().writes("endpoints");
-    let errors = run.handle.metrics.sync_errors();
     c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", false))
         .await;
-    wait_for("the sync refused by the gate", || {
+    wait_for("a sync refused by the gate", || {
         let h = run.handle.clone();
-        async move { h.metrics.sync_errors() > errors }
+        async move {
+            use weir::controller::sync::SyncError;
+            use weir::controller::writer::WriteError;
+            matches!(
+                h.syncer.sync("app/web").await,
+                Err(SyncError::Write {
+                    source: WriteError::NotLeader(_),
+                    ..
+                } | SyncError::SliceWrite {
+                    source: WriteError::NotLeader(_),
+                    ..
+                })
+            )
+        }
     })
     .await;
+    assert!(run.handle.queue.is_empty());
     assert_eq!(c.server.stats().writes("endpoints"), writes);
+    assert_eq!(c.server.stats().writers(WRITES).len(), 1);
     run.stop().await;
 }
