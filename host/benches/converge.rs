@@ -84,6 +84,11 @@ async fn run(services: usize, per_service: usize, manage: &str) {
             kubeconfig.to_str().unwrap(),
             "--manage",
             manage,
+            // weir's own pace, not its client limit (KCM's 20/s would make any run ~100 s).
+            "--kube-api-qps",
+            "1000000",
+            "--kube-api-burst",
+            "1000000",
         ])
         .env("WEIR_LOG", "warn")
         .stdout(Stdio::null())

@@ -11,12 +11,14 @@
 //! - [`queue`] is the client-go-style work queue the controller's workers share.
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
 //! - [`metrics`] holds every Prometheus metric, registered once and passed down.
+//! - [`client`] builds the Kubernetes API client, rate-limited as `--kube-api-qps` says.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
 //!
 //! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
 
 pub mod admin;
 pub mod cases;
+pub mod client;
 pub mod controller;
 pub mod leader;
 pub mod logging;

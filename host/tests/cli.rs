@@ -147,6 +147,23 @@ fn bad_input_is_one_line_naming_file_and_field_with_exit_2() {
 }
 
 #[test]
+fn kube_api_rate_flags_refuse_unusable_values_naming_the_flag() {
+    for (flag, value) in [
+        ("--kube-api-qps", "0"),
+        ("--kube-api-qps", "-5"),
+        ("--kube-api-qps", "NaN"),
+        ("--kube-api-qps", "fast"),
+        ("--kube-api-burst", "0"),
+        ("--kube-api-burst", "-1"),
+    ] {
+        let out = weir(&["run", &format!("{flag}={value}")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+    }
+}
+
+#[test]
 fn a_failing_case_shows_a_diff_and_fails_the_run() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "good.yaml", GOOD);

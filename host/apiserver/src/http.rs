@@ -111,6 +111,17 @@ async fn handle(State(sh): State<Arc<Shared>>, req: Request) -> Response {
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
     tracing::debug!(method = %parts.method, %path, ?query, "request");
+    sh.stats.log(|| crate::RequestRecord {
+        at: std::time::Instant::now(),
+        method: parts.method.to_string(),
+        path: path.clone(),
+        watch: is_true(&query, "watch"),
+        user_agent: parts
+            .headers
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    });
     if let Some(resp) = crate::discovery::serve(&sh, &parts.method, &path, &parts.headers) {
         return resp;
     }

@@ -300,6 +300,39 @@ pub(crate) struct StatsInner {
     pub watches: AtomicU64,
     pub by_resource: Mutex<BTreeMap<String, VerbCounts>>,
     pub by_client: Mutex<BTreeMap<String, BTreeMap<String, ClientWrites>>>,
+    /// Every request as received, once [`RunningApiServer::record_requests`] turned it on.
+    pub log: Mutex<Option<Vec<RequestRecord>>>,
+}
+
+/// Most requests [`RunningApiServer::requests`] keeps; later ones are not recorded, so a
+/// forgotten log cannot grow without bound.
+pub const REQUEST_LOG_CAP: usize = 1_000_000;
+
+/// One API request as the server received it (see [`RunningApiServer::record_requests`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// When its head arrived.
+    pub at: std::time::Instant,
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The URL path, without the query.
+    pub path: String,
+    /// Its `watch=true` query: the start of a watch.
+    pub watch: bool,
+    /// Its `User-Agent` header, if any.
+    pub user_agent: Option<String>,
+}
+
+impl StatsInner {
+    /// Appends to the request log, if it is on and not full.
+    pub(crate) fn log(&self, record: impl FnOnce() -> RequestRecord) {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(log) = log.as_mut()
+            && log.len() < REQUEST_LOG_CAP
+        {
+            log.push(record());
+        }
+    }
 }
 
 /// State shared by all request handlers.
@@ -590,6 +623,30 @@ impl RunningApiServer {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
         }
+    }
+
+    /// Starts recording every request (time, method, path, watch, User-Agent) from now on,
+    /// for tests that check how a client paces its requests; see [`Self::requests`].
+    pub fn record_requests(&self) {
+        let mut log = self
+            .shared
+            .stats
+            .log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        log.get_or_insert_with(Vec::new);
+    }
+
+    /// The requests recorded since [`Self::record_requests`], in arrival order (at most
+    /// [`REQUEST_LOG_CAP`]); empty if recording is off.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        let log = self
+            .shared
+            .stats
+            .log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        log.clone().unwrap_or_default()
     }
 
     /// Direct access to the stored objects.

@@ -83,7 +83,12 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     println!("weir demo: Ctrl-C stops\n");
 
     let guest = args.guest.load().await?;
-    let client = super::run::client(Some(&kubeconfig), &super::run::user_agent("demo")).await?;
+    let client = super::run::client(
+        Some(&kubeconfig),
+        &super::run::user_agent("demo"),
+        weir::client::ApiRate::KCM,
+    )
+    .await?;
     let controller = Controller::new(client.clone(), ActiveGuest::new(guest), Config::default());
     let shutdown = CancellationToken::new();
     super::run::cancel_on_signal(shutdown.clone());

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
+use weir::client::ApiRate;
 use weir::controller::{Config, Controller, Outputs};
 use weir::leader::{Election, ElectionError, WriteGate};
 use weir::runtime::ActiveGuest;
@@ -162,6 +163,17 @@ pub struct Args {
     #[arg(long, env = "WEIR_READYZ_API_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     pub readyz_api_timeout: Duration,
 
+    /// Requests per second to the API server, sustained (kube-controller-manager's
+    /// --kube-api-qps). Every request counts: reads, writes, retries and the start of each
+    /// watch (a watch that streams for hours counts once).
+    #[arg(long, env = "WEIR_KUBE_API_QPS", default_value_t = ApiRate::KCM.qps, value_name = "QPS", value_parser = parse_qps)]
+    pub kube_api_qps: f64,
+
+    /// Requests that may go to the API server at once after a quiet spell, above
+    /// --kube-api-qps (kube-controller-manager's --kube-api-burst).
+    #[arg(long, env = "WEIR_KUBE_API_BURST", default_value_t = ApiRate::KCM.burst, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_api_burst: u32,
+
     /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish.
     #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
@@ -290,6 +302,15 @@ impl Args {
     }
 }
 
+/// `--kube-api-qps`: a positive, finite number (kube-controller-manager turns its limiter
+/// off at a negative value; weir always keeps one).
+fn parse_qps(text: &str) -> Result<f64, String> {
+    let qps: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    let rate = ApiRate { qps, burst: 1 };
+    weir::client::RateLimitLayer::new(rate).map_err(|e| e.to_string())?;
+    Ok(qps)
+}
+
 /// Reads a policy configuration file (JSON or YAML) into the JSON text guests receive.
 fn read_policy_config(path: &Path) -> anyhow::Result<String> {
     let text =
@@ -303,8 +324,13 @@ pub fn user_agent(replica: &str) -> String {
     format!("weir/{} ({replica})", env!("CARGO_PKG_VERSION"))
 }
 
-/// A client for `kubeconfig`, or the one kube-rs infers, sending `user_agent`.
-pub async fn client(kubeconfig: Option<&Path>, user_agent: &str) -> anyhow::Result<kube::Client> {
+/// A client for `kubeconfig`, or the one kube-rs infers, sending `user_agent` and keeping to
+/// `rate`.
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    user_agent: &str,
+    rate: ApiRate,
+) -> anyhow::Result<kube::Client> {
     let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
@@ -318,7 +344,7 @@ pub async fn client(kubeconfig: Option<&Path>, user_agent: &str) -> anyhow::Resu
     let agent = axum::http::HeaderValue::from_str(user_agent)
         .with_context(|| format!("invalid User-Agent {user_agent:?}"))?;
     config.headers.push((axum::http::header::USER_AGENT, agent));
-    Ok(kube::Client::try_from(config)?)
+    weir::client::rate_limited(config, rate)
 }
 
 /// Cancels `token` on SIGINT or SIGTERM.
@@ -383,7 +409,16 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let replica = election
         .as_ref()
         .map_or_else(Election::default_identity, |e| e.identity.clone());
-    let client = client(args.kubeconfig.as_deref(), &user_agent(&replica)).await?;
+    let rate = ApiRate {
+        qps: args.kube_api_qps,
+        burst: args.kube_api_burst,
+    };
+    let agent = user_agent(&replica);
+    let client = client(args.kubeconfig.as_deref(), &agent, rate).await?;
+    // Lease renewals get a bucket of their own, as kube-controller-manager gives leader
+    // election its own client: queued behind a burst of writes, a renewal would miss its
+    // deadline and cost the lease.
+    let election_client = client(args.kubeconfig.as_deref(), &agent, rate).await?;
     let source = match &args.guest.guest {
         None => GuestSource::Embedded,
         Some(path) => GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)?,
@@ -427,7 +462,6 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
 
     let metrics = config.metrics.clone();
     let controller = Controller::new(client.clone(), ActiveGuest::new(guest), config);
-    let election_client = client.clone();
     let handle = controller.handle();
     let swapper = Swapper::new(runtime, handle.clone(), swap_config);
     let shutdown = CancellationToken::new();

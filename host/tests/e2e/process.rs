@@ -6,6 +6,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::cluster::*;
+use super::http_port;
+use serde_json::json;
 
 /// A child process whose stdout lines arrive on a channel, so reads can have deadlines.
 pub(super) struct Proc {
@@ -497,5 +499,109 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
     assert!(
         parsed.iter().any(|l| l["level"] == "debug"),
         "RUST_LOG's weir=debug applies"
+    );
+}
+
+/// A kubeconfig file for `c`'s server, in a directory that lives as long as the first value.
+fn kubeconfig_of(c: &Cluster) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    c.server.write_kubeconfig(&path).unwrap();
+    (dir, path.to_str().unwrap().to_string())
+}
+
+/// The most requests any stretch of `span` may hold under a token bucket of `qps` and
+/// `burst`, measured at the server: the bucket's own bound, plus `lag` worth of tokens for
+/// requests admitted just before the stretch that arrive in it (network, pool and scheduling
+/// delay between the client's limiter and the server's clock).
+fn bucket_bound(qps: f64, burst: usize, span: Duration, lag: Duration) -> f64 {
+    burst as f64 + qps * (span + lag).as_secs_f64()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_api_qps_and_burst_hold_under_a_burst_of_1000_services() {
+    const SERVICES: usize = 1000;
+    const QPS: f64 = 200.0;
+    const BURST: usize = 10;
+    // Generous so the check is deterministic on a loaded machine, yet far below what weir
+    // sends unlimited (it converges these 1,000 Services in a fraction of the time).
+    const LAG: Duration = Duration::from_millis(500);
+    let mut seed = vec![namespace("load")];
+    for i in 0..SERVICES {
+        let app = json!({ "app": format!("a{i}") });
+        seed.push(service("load", &format!("s{i}"), app.clone(), http_port()));
+        let ip = format!("10.2.{}.{}", i / 250, i % 250 + 1);
+        seed.push(pod("load", &format!("p{i}"), app, &ip, true));
+    }
+    let c = Cluster::start(seed).await;
+    c.server.record_requests();
+    let (_dir, kubeconfig) = kubeconfig_of(&c);
+    let run = Proc::spawn(&[
+        "run",
+        "--kubeconfig",
+        &kubeconfig,
+        "--kube-api-qps",
+        &QPS.to_string(),
+        "--kube-api-burst",
+        &BURST.to_string(),
+        "--admin-addr",
+        "127.0.0.1:0",
+    ]);
+    // One Endpoints and one EndpointSlice per Service: 2,000 writes, 10 s at the limit.
+    let expected = Duration::from_secs_f64((2 * SERVICES) as f64 / QPS);
+    let deadline = Instant::now() + expected + DEADLINE;
+    let store = c.server.store();
+    let converged = || {
+        store.count("endpoints") == SERVICES
+            && store.count("endpointslices") == SERVICES
+            && (0..SERVICES).step_by(97).all(|i| {
+                store
+                    .get("endpoints", "load", &format!("s{i}"))
+                    .is_some_and(|e| {
+                        e["subsets"][0]["addresses"][0]["ip"]
+                            == format!("10.2.{}.{}", i / 250, i % 250 + 1)
+                    })
+            })
+    };
+    while !converged() {
+        assert!(
+            Instant::now() < deadline,
+            "not converged: {} Endpoints, {} EndpointSlices",
+            store.count("endpoints"),
+            store.count("endpointslices")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = tokio::task::spawn_blocking(move || run.stop("-TERM"))
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+
+    // Only weir talks to the server over HTTP here (the test reads the store in process).
+    let times: Vec<Instant> = c.server.requests().iter().map(|r| r.at).collect();
+    assert!(times.len() > 2 * SERVICES, "{} requests", times.len());
+    let mut worst = (0.0f64, 0, 0);
+    for (i, start) in times.iter().enumerate() {
+        for (j, end) in times.iter().enumerate().skip(i) {
+            let count = j - i + 1;
+            let bound = bucket_bound(QPS, BURST, *end - *start, LAG);
+            assert!(
+                count as f64 <= bound,
+                "{count} requests within {:?} (requests {i}..={j}); a bucket of {QPS}/s, \
+                 burst {BURST} allows {bound:.0}",
+                *end - *start
+            );
+            let share = count as f64 / bound;
+            if share > worst.0 {
+                worst = (share, i, j);
+            }
+        }
+    }
+    let span = *times.last().unwrap() - times[0];
+    eprintln!(
+        "{} requests in {span:?} ({:.1}/s); fullest stretch: {:.0}% of its bound",
+        times.len(),
+        times.len() as f64 / span.as_secs_f64(),
+        worst.0 * 100.0
     );
 }

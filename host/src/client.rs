@@ -1,0 +1,220 @@
+//! The Kubernetes API client weir talks through: kube-rs's stack with a client-side rate limit
+//! (`--kube-api-qps`, `--kube-api-burst`), as kube-controller-manager's clients have.
+//!
+//! Every request counts, watch starts included: a watch takes one token when it is sent and
+//! none while it streams, as client-go's limiter does. Re-listing after a lost watch thus
+//! cannot storm the API server either. Retries count too: kube-rs's own retry (429, 503, 504)
+//! sits inside the stack, where it would bypass the limit, so it is turned off and the same
+//! policy is put back outside the limiter.
+
+use std::future::Future;
+use std::num::NonZeroU32;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use kube::client::ClientBuilder;
+use kube::client::retry::RetryPolicy;
+use tower::buffer::BufferLayer;
+use tower::retry::RetryLayer;
+use tower::{Layer, Service};
+
+/// Requests that may wait in front of the limiter (kube-rs's own buffer has the same size).
+const QUEUED_REQUESTS: usize = 1024;
+
+/// A rate limit of the API client: a token bucket that refills `qps` tokens a second and
+/// holds at most `burst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ApiRate {
+    /// Sustained requests per second.
+    pub qps: f64,
+    /// Requests that may go at once after a quiet spell.
+    pub burst: u32,
+}
+
+/// Why an [`ApiRate`] cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RateError {
+    /// `qps` is zero, negative, not a number, or too small to represent.
+    #[error("--kube-api-qps must be a positive number, got {0}")]
+    Qps(f64),
+    /// `burst` is zero.
+    #[error("--kube-api-burst must be at least 1")]
+    Burst,
+}
+
+impl ApiRate {
+    /// kube-controller-manager's defaults: 20 a second, bursts of 30.
+    pub const KCM: ApiRate = ApiRate {
+        qps: 20.0,
+        burst: 30,
+    };
+
+    /// governor's quota for this rate: one token every `1/qps` seconds, `burst` at most.
+    fn quota(&self) -> Result<Quota, RateError> {
+        if !(self.qps.is_finite() && self.qps > 0.0) {
+            return Err(RateError::Qps(self.qps));
+        }
+        let period =
+            Duration::try_from_secs_f64(1.0 / self.qps).map_err(|_| RateError::Qps(self.qps))?;
+        let burst = NonZeroU32::new(self.burst).ok_or(RateError::Burst)?;
+        Ok(Quota::with_period(period)
+            .ok_or(RateError::Qps(self.qps))?
+            .allow_burst(burst))
+    }
+}
+
+/// A kube client for `config` whose requests (watch starts and retries included) keep to
+/// `rate`.
+pub fn rate_limited(mut config: kube::Config, rate: ApiRate) -> anyhow::Result<kube::Client> {
+    let layer = RateLimitLayer::new(rate)?;
+    // The retry policy goes back on outside the limiter, below.
+    config.default_retry = false;
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&layer)
+        // Retry needs a service it can clone; the limiter holds its wait, so a buffer
+        // (one task feeding the limiter in order) stands between them.
+        .with_layer(&BufferLayer::new(QUEUED_REQUESTS))
+        .with_layer(&RetryLayer::new(RetryPolicy::server_retry()))
+        .build())
+}
+
+/// A tower layer that admits requests at an [`ApiRate`].
+///
+/// A token bucket with a burst, as client-go's limiter, is what governor implements (GCRA is
+/// the same bucket, kept as one timestamp). tower's own `RateLimit` is not a bucket: it
+/// admits `n` requests per fixed window, so up to `2n` can pass around a window's edge and no
+/// separate burst can be set.
+#[derive(Debug, Clone)]
+pub struct RateLimitLayer {
+    limiter: Arc<DefaultDirectRateLimiter>,
+}
+
+impl RateLimitLayer {
+    /// A layer whose services share one bucket of `rate`.
+    pub fn new(rate: ApiRate) -> Result<Self, RateError> {
+        Ok(Self {
+            limiter: Arc::new(RateLimiter::direct(rate.quota()?)),
+        })
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimit<S>;
+
+    fn layer(&self, inner: S) -> RateLimit<S> {
+        RateLimit {
+            inner,
+            limiter: self.limiter.clone(),
+            wait: None,
+            admitted: false,
+        }
+    }
+}
+
+type Wait = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A service that is ready only once its bucket gives a token (see [`RateLimitLayer`]).
+pub struct RateLimit<S> {
+    inner: S,
+    limiter: Arc<DefaultDirectRateLimiter>,
+    /// The wait for the next token, while one is pending.
+    wait: Option<Wait>,
+    /// A token was taken for the next `call`.
+    admitted: bool,
+}
+
+impl<S> std::fmt::Debug for RateLimit<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("admitted", &self.admitted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, R> Service<R> for RateLimit<S>
+where
+    S: Service<R>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        if !self.admitted {
+            let limiter = &self.limiter;
+            let wait = self.wait.get_or_insert_with(|| {
+                let limiter = limiter.clone();
+                Box::pin(async move { limiter.until_ready().await })
+            });
+            ready!(wait.as_mut().poll(cx));
+            self.wait = None;
+            self.admitted = true;
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> S::Future {
+        // tower's contract: `call` follows a ready `poll_ready`, which took the token.
+        debug_assert!(self.admitted, "call without poll_ready");
+        self.admitted = false;
+        self.inner.call(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use tower::ServiceExt;
+
+    fn counting() -> impl Service<(), Response = (), Error = Infallible> {
+        tower::service_fn(|()| async { Ok::<_, Infallible>(()) })
+    }
+
+    /// A service behind a fresh bucket, and its layer.
+    fn limited(qps: f64, burst: u32) -> (RateLimitLayer, impl Service<(), Error = Infallible>) {
+        let layer = RateLimitLayer::new(ApiRate { qps, burst }).unwrap();
+        let svc = layer.layer(counting());
+        (layer, svc)
+    }
+
+    #[tokio::test]
+    async fn a_burst_passes_at_once_and_the_next_request_waits_for_a_token() {
+        // One token every 100 s: after the burst of 3, the fourth cannot be admitted
+        // within the test's 200 ms, however slow the machine.
+        let (layer, mut svc) = limited(0.01, 3);
+        for _ in 0..3 {
+            svc.ready().await.unwrap().call(()).await.unwrap();
+        }
+        let waited = tokio::time::timeout(Duration::from_millis(200), svc.ready()).await;
+        assert!(waited.is_err(), "the fourth request waits for a token");
+        // Services of one layer share the bucket.
+        let mut other = layer.layer(counting());
+        let waited = tokio::time::timeout(Duration::from_millis(50), other.ready()).await;
+        assert!(waited.is_err(), "a second service shares the empty bucket");
+    }
+
+    #[tokio::test]
+    async fn tokens_refill_at_the_rate() {
+        // 1,000 a second, burst 1: ten requests need at least 9 ms of refills.
+        let (_, mut svc) = limited(1000.0, 1);
+        let start = std::time::Instant::now();
+        for _ in 0..10 {
+            svc.ready().await.unwrap().call(()).await.unwrap();
+        }
+        assert!(start.elapsed() >= Duration::from_millis(9));
+    }
+
+    #[test]
+    fn unusable_rates_are_refused() {
+        for qps in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-300] {
+            let err = RateLimitLayer::new(ApiRate { qps, burst: 1 }).unwrap_err();
+            assert!(err.to_string().contains("--kube-api-qps"), "{qps}: {err}");
+        }
+        let err = RateLimitLayer::new(ApiRate { qps: 1.0, burst: 0 }).unwrap_err();
+        assert!(err.to_string().contains("--kube-api-burst"));
+    }
+}
