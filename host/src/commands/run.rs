@@ -418,7 +418,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     // Lease renewals get a bucket of their own, as kube-controller-manager gives leader
     // election its own client: queued behind a burst of writes, a renewal would miss its
     // deadline and cost the lease.
-    let election_client = client(args.kubeconfig.as_deref(), &agent, rate).await?;
+    let election_client = self::client(args.kubeconfig.as_deref(), &agent, rate).await?;
     let source = match &args.guest.guest {
         None => GuestSource::Embedded,
         Some(path) => GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)?,

@@ -578,7 +578,15 @@ async fn kube_api_qps_and_burst_hold_under_a_burst_of_1000_services() {
     assert!(status.success(), "{status:?}");
 
     // Only weir talks to the server over HTTP here (the test reads the store in process).
-    let times: Vec<Instant> = c.server.requests().iter().map(|r| r.at).collect();
+    // Its Lease requests go through a client and bucket of their own (a renewal must not
+    // queue behind writes), so they are left out.
+    let times: Vec<Instant> = c
+        .server
+        .requests()
+        .iter()
+        .filter(|r| !r.path.contains("/leases"))
+        .map(|r| r.at)
+        .collect();
     assert!(times.len() > 2 * SERVICES, "{} requests", times.len());
     let mut worst = (0.0f64, 0, 0);
     for (i, start) in times.iter().enumerate() {
