@@ -363,6 +363,7 @@ impl Election {
         let mut step: Step = Box::pin(manager.changed());
         let mut manager_leads = false;
         let mut holder: Option<String> = None;
+        let mut watch_ended = false;
         let outcome = loop {
             tokio::select! {
                 _ = stopped.cancelled() => break Ok(()),
@@ -386,14 +387,19 @@ impl Election {
                         }
                     };
                 }
-                lease = observed.next() => {
+                lease = observed.next(), if !watch_ended => {
                     let lease = match lease {
                         Some(Ok(lease)) => lease,
                         Some(Err(error)) => {
                             tracing::debug!(%error, "watch of the leader-election lease failed");
                             continue;
                         }
-                        None => continue,
+                        // A watcher does not end; if it did, renewals go unseen and the gate
+                        // runs out, which is the safe way to fail.
+                        None => {
+                            watch_ended = true;
+                            continue;
+                        }
                     };
                     let spec = lease.spec.unwrap_or_default();
                     if spec.holder_identity != holder {
