@@ -222,6 +222,11 @@ case("s02-identical-placeholder-kept", "S02 an identical placeholder is kept",
      addressType, empty ports and endpoints) -> the delete list is cleared, no write.""",
      writes(0, 0, 0, [want([], ports=NO_PORTS, name="foo-abc", labels=MANAGED)]),
      slices=[stored("foo-abc", [], ports=NO_PORTS)])
+case("rule-r4-17-missing-headless-label-placeholder-kept", "R4.17 a headless placeholder without the headless label is kept",
+     """R4.17: in the placeholder comparison an absent label reads as "", so a stored placeholder
+     lacking `service.kubernetes.io/headless: ""` equals the desired one -> no write (R4.16).""",
+     writes(0, 0, 0, [want([], ports=NO_PORTS, name="foo-abc", labels=MANAGED)]),
+     svc=service(clusterIP="None"), slices=[stored("foo-abc", [], ports=NO_PORTS)])
 case("s03-placeholder-with-extra-label-rewritten", "S03 a placeholder with an extra label is recycled into an update",
      """R4.17: labels differ (bar: baz) -> not equal to the placeholder, so the placeholder is a
      create; R4.21 recycles it into an update of foo-abc: the whole object is the new one, so
@@ -304,9 +309,10 @@ case("s14-leading-zero-ipv4", "S14 a leading-zero IPv4 address is read leniently
 case("s15-pod-without-ip-placeholder", "S15 a pod without any IP is excluded: placeholder",
      "R2.5: podIP and podIPs empty -> not eligible (no group either); R4.15: placeholder.",
      writes(1, 0, 0, [PLACEHOLDER]), pods=[pod(1, ips=[])])
-case("s16-terminal-phases-excluded", "S16 Succeeded and Failed pods are excluded even when Ready",
-     "R2.4: terminal phases are never endpoints; R4.15: placeholder.",
-     writes(1, 0, 0, [PLACEHOLDER]), pods=[pod(1, phase="Succeeded"), pod(2, phase="Failed")])
+for phase in ("Succeeded", "Failed"):
+    case(f"s16-{phase.lower()}-pod-excluded", f"S16 a {phase} pod is excluded even when Ready",
+         "R2.4: terminal phases are never endpoints; R4.15: placeholder.",
+         writes(1, 0, 0, [PLACEHOLDER]), pods=[pod(1, phase=phase)])
 case("s17-pending-unready-included", "S17 a Pending unready pod with an IP is included (F,F,F)",
      "R2.7: any non-terminal phase; R2.14: serving = Ready = false, ready = false.",
      writes(1, 0, 0, [want([endpoint(1, ready=False)])]),
@@ -323,12 +329,11 @@ case("s20-unready-terminating", "S20 an unready terminating pod: (F,F,T)",
      "R2.14.",
      writes(1, 0, 0, [want([endpoint(1, ready=False, serving=False, terminating=True)])]),
      pods=[pod(1, ready=False, terminating=True)])
-case("s21-publish-not-ready-terminating", "S21 terminating pods with publishNotReadyAddresses: (T,T,T) and (T,F,T)",
-     "R2.14: publishNotReadyAddresses makes ready true whatever the other two say.",
-     writes(1, 0, 0, [want([endpoint(1, ready=True, serving=True, terminating=True),
-                            endpoint(2, ready=True, serving=False, terminating=True)])]),
-     svc=service(publishNotReadyAddresses=True),
-     pods=[pod(1, terminating=True), pod(2, ready=False, terminating=True)])
+for ready, tag in ((True, "ready"), (False, "unready")):
+    case(f"s21-publish-not-ready-{tag}-terminating", f"S21 an {tag} terminating pod with publishNotReadyAddresses: (T,{'T' if ready else 'F'},T)",
+         "R2.14: publishNotReadyAddresses makes ready true; serving is the Ready condition.",
+         writes(1, 0, 0, [want([endpoint(1, ready=True, serving=ready, terminating=True)])]),
+         svc=service(publishNotReadyAddresses=True), pods=[pod(1, ready=ready, terminating=True)])
 case("s22-publish-not-ready-fifty-pods", "S22 publishNotReadyAddresses, 50 pods, every third unready",
      "R2.14: every endpoint ready; serving follows each pod's Ready condition. 50 < 100: one slice.",
      writes(1, 0, 0, [want([endpoint(i, ready=True, serving=(i % 3 != 0)) for i in range(1, 51)])]),
@@ -338,19 +343,26 @@ case("s23-same-ip-two-pods", "S23 two pods with the same IP are two endpoints",
      "R4.9: identity includes the pod's name, so both stay (one ready, one not).",
      writes(1, 0, 0, [want([endpoint(1, address="10.0.0.1"), endpoint(2, ready=False, address="10.0.0.1")])]),
      pods=[pod(1, ips=["10.0.0.1"]), pod(2, ready=False, ips=["10.0.0.1"])])
-case("s24-hostname-needs-subdomain", "S24 hostname only when the subdomain is the Service's name",
-     """R2.18: pod1 (hostname example-hostname, subdomain foo) -> hostname; pod2 (subdomain other)
-     and pod3 (no subdomain) -> none.""",
-     writes(1, 0, 0, [want([endpoint(1, hostname="example-hostname"), endpoint(2), endpoint(3)])]),
-     pods=[pod(1, hostname="example-hostname", subdomain="foo"),
-           pod(2, hostname="example-hostname", subdomain="other"),
-           pod(3, hostname="example-hostname")])
-case("s25-zone-from-node", "S25 zone from the Node's label; none when the label is absent or empty",
-     "R2.17: node-1 us-central1-a -> zone; node-2 unlabelled and node-3 with \"\" -> no zone.",
-     writes(1, 0, 0, [want([endpoint(1, zone="us-central1-a"), endpoint(2, node="node-2"),
-                            endpoint(3, node="node-3")])]),
-     pods=[pod(1), pod(2, node="node-2"), pod(3, node="node-3")],
-     nodes=[node("node-1", zone="us-central1-a"), node("node-2"), node("node-3", zone="")])
+case("s24-hostname-with-service-subdomain", "S24 hostname example-hostname in subdomain foo: the endpoint has the hostname",
+     "R2.18: hostname set, subdomain = Service name, same namespace.",
+     writes(1, 0, 0, [want([endpoint(1, hostname="example-hostname")])]),
+     pods=[pod(1, hostname="example-hostname", subdomain="foo")])
+case("s24-hostname-without-subdomain", "S24 hostname without subdomain: no hostname",
+     "R2.18.",
+     writes(1, 0, 0, [want([endpoint(1)])]), pods=[pod(1, hostname="example-hostname")])
+case("s24-hostname-other-subdomain", "S24 hostname in subdomain other: no hostname",
+     "R2.18.",
+     writes(1, 0, 0, [want([endpoint(1)])]), pods=[pod(1, hostname="example-hostname", subdomain="other")])
+case("s25-zone-from-node-label", "S25 the endpoint's zone is its Node's zone label",
+     "R2.17: node-1 labelled us-central1-a.",
+     writes(1, 0, 0, [want([endpoint(1, zone="us-central1-a")])]),
+     pods=[pod(1)], nodes=[node("node-1", zone="us-central1-a")])
+case("s25-node-without-zone-label", "S25 a Node without the zone label: no zone",
+     "R2.17.",
+     writes(1, 0, 0, [want([endpoint(1)])]), pods=[pod(1)], nodes=[node("node-1")])
+case("s25-node-zone-label-empty", "S25 a Node whose zone label is empty: no zone",
+     "R2.17: only a non-empty value is written.",
+     writes(1, 0, 0, [want([endpoint(1)])]), pods=[pod(1)], nodes=[node("node-1", zone="")])
 case("s26-pod-selection", "S26 only pods of the Service's namespace matching its selector",
      "R1.23, R2.8: pod2 (app: other) and pod3 (namespace other) are not selected.",
      writes(1, 0, 0, [want([endpoint(1)])]),
@@ -830,10 +842,11 @@ case("s86-two-slices-rebalanced", "S86 topology-mode Auto, slices of 4 and 5 end
      NINE_HINTED, svc=service(annotations={"service.kubernetes.io/topology-mode": "Auto"}),
      pods=NINE_PODS, nodes=THIRTY, slices=NINE_SLICES)
 NO_HINTS = writes(0, 0, 0, NINE_UNCHANGED, events=[], zone_hints={})
-case("s87-annotation-disabled", "S87 topology-mode disabled with the inputs of S86: no hints, no write",
-     "R5.1: only auto/Auto enable; R5.4b: nothing to strip.",
-     NO_HINTS, svc=service(annotations={"service.kubernetes.io/topology-mode": "disabled"}),
-     pods=NINE_PODS, nodes=THIRTY, slices=NINE_SLICES)
+for value in ("disabled", "enabled"):
+    case(f"s87-annotation-{value}", f"S87 topology-mode {value} with the inputs of S86: no hints, no write",
+         "R5.1: only auto/Auto enable; R5.4b: nothing to strip.",
+         NO_HINTS, svc=service(annotations={"service.kubernetes.io/topology-mode": value}),
+         pods=NINE_PODS, nodes=THIRTY, slices=NINE_SLICES)
 case("s88-deprecated-disabled-beats-mode-auto", "S88 topology-aware-hints disabled beats topology-mode auto",
      "R5.1: the deprecated key, when present, decides -> disabled -> as S87.",
      NO_HINTS, svc=service(annotations={**AUTO, "service.kubernetes.io/topology-aware-hints": "disabled"}),
@@ -873,15 +886,42 @@ for tag, extra in (("without-zone", node("node-x", cpu="100m")),
          writes(0, 1, 0, [want([zep(n, z) for n, z in SIX], name="foo-a")], events=[INSUFFICIENT], zone_hints={}),
          svc=service(annotations=AUTO), pods=[zpod(n, z) for n, z in SIX], nodes=SIX_NODES + [extra],
          slices=[stored("foo-a", [zep(n, z, z) for n, z in SIX])])
-case("s90-control-plane-and-not-ready-nodes-ignored", "S90 a control-plane Node and a not-ready Node without zone are ignored",
-     """R5.10: they are skipped, the rest is sufficient: three zones of 200m. R5.11: N = 6, desired 2,
-     minimum 2, maximum 2; own zones give 2 each -> nothing moves (R5.14). C1 with own-zone hints;
-     Normal TopologyAwareHintsEnabled.""",
-     writes(1, 0, 0, [want([zep(n, z, z) for n, z in SIX])], events=[ENABLED],
-            zone_hints={"zone-a": 2, "zone-b": 2, "zone-c": 2}, cross_zone=0),
-     svc=service(annotations=AUTO), pods=[zpod(n, z) for n, z in SIX],
-     nodes=SIX_NODES + [node("node-cp", cpu="100m", labels={"node-role.kubernetes.io/control-plane": ""}),
-                        node("node-down", cpu="100m", ready=False)])
+for tag, ignored in (("control-plane", node("node-cp", cpu="100m", labels={"node-role.kubernetes.io/control-plane": ""})),
+                     ("master", node("node-cp", cpu="100m", labels={"node-role.kubernetes.io/master": "true"})),
+                     ("not-ready", node("node-down", cpu="100m", ready=False))):
+    case(f"s90-{tag}-node-without-zone-ignored", f"S90 a {tag} Node without zone is ignored for the Node check",
+         """R5.10: it is skipped, the rest is sufficient: three zones of 200m. R5.11: N = 6, desired 2,
+         minimum 2, maximum 2; own zones give 2 each -> nothing moves (R5.14). C1 with own-zone hints;
+         Normal TopologyAwareHintsEnabled.""",
+         writes(1, 0, 0, [want([zep(n, z, z) for n, z in SIX])], events=[ENABLED],
+                zone_hints={"zone-a": 2, "zone-b": 2, "zone-c": 2}, cross_zone=0),
+         svc=service(annotations=AUTO), pods=[zpod(n, z) for n, z in SIX], nodes=SIX_NODES + [ignored])
+
+# Rules of the topology-aware allocation that no scenario names.
+case("rule-r5-10-single-zone-insufficient", "R5.10 a single zone is insufficient Node information",
+     """R5.10: fewer than two zones -> insufficient; R5.15 Warning "Insufficient Node information";
+     R5.17: no hints, the endpoints are still written (C1).""",
+     writes(1, 0, 0, [want([zep(0, "a"), zep(1, "a")])], events=[INSUFFICIENT], zone_hints={}),
+     svc=service(annotations=AUTO), pods=[zpod(0, "a"), zpod(1, "a")],
+     nodes=[node("node-a-0", zone="zone-a", cpu="100m"), node("node-a-1", zone="zone-a", cpu="100m")])
+case("rule-r5-11-more-zones-than-endpoints", "R5.11 more zones than ready endpoints: no hints",
+     """R5.11: N = 2 ready endpoints, 3 zones -> Warning "Insufficient number of endpoints (2 endpoints,
+     3 zones)"; the stored slice has no hints and stays.""",
+     writes(0, 0, 0, [want([zep(0, "a"), zep(2, "c")], name="foo-a")], zone_hints={},
+            events=[event("Warning", "TopologyAwareHintsDisabled",
+                          "Insufficient number of endpoints (2 endpoints, 3 zones), addressType: IPv4")]),
+     svc=service(annotations=AUTO), pods=[zpod(0, "a"), zpod(2, "c")], nodes=THIRTY,
+     slices=[stored("foo-a", [zep(0, "a"), zep(2, "c")])])
+case("rule-r5-13-endpoint-without-zone", "R5.13 a ready endpoint without zone: no hints at all",
+     """R5.10: node-x is not Ready, so it does not count for the Node check, but pod6 runs on it and its
+     endpoint has no zone (R2.17). R5.13: Warning "One or more endpoints do not have a zone
+     specified" and every hint removed; C1 still writes the seven endpoints.""",
+     writes(1, 0, 0, [want([zep(n, z) for n, z in SIX] + [endpoint(6, node="node-x")])],
+            events=[event("Warning", "TopologyAwareHintsDisabled",
+                          "One or more endpoints do not have a zone specified, addressType: IPv4")],
+            zone_hints={}),
+     svc=service(annotations=AUTO), pods=[zpod(n, z) for n, z in SIX] + [pod(6, node="node-x")],
+     nodes=SIX_NODES + [node("node-x", cpu="100m", ready=False)])
 
 # =============================================================================================
 # 11I. Trigger time

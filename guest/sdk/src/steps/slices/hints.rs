@@ -146,11 +146,11 @@ fn allocations<'r>(
         return Err(insufficient.into());
     };
     let cpu: u64 = zones.iter().map(|z| z.cpu_millis).sum();
-    if cpu == 0 || zones.iter().any(|z| z.zone.is_empty() || z.cpu_millis == 0) {
+    // R5.10: fewer than two zones is insufficient Node information too (upstream's "Nodes
+    // only ready in one zone" text is never reached, because the Node step already clears
+    // the zone ratios).
+    if cpu == 0 || zones.len() < 2 || zones.iter().any(|z| z.zone.is_empty() || z.cpu_millis == 0) {
         return Err(insufficient.into());
-    }
-    if zones.len() < 2 {
-        return Err("Nodes only ready in one zone".into());
     }
     if zones.len() > total {
         return Err(format!(
@@ -399,6 +399,39 @@ mod tests {
         );
         assert_eq!(decision.slices.update.len(), 1);
         assert!(decision.slices.update[0].endpoints[0].hints.is_none());
+    }
+
+    #[test]
+    fn a_single_zone_is_insufficient_node_information() {
+        // R5.10: fewer than two zones clears the topology information.
+        let mut svc = service();
+        svc.annotations = vec![kv("service.kubernetes.io/topology-mode", "auto")];
+        let mut req = request(
+            svc,
+            vec![pod("a", "10.0.0.1", true), pod("b", "10.0.0.2", true)],
+        );
+        for p in &mut req.pods {
+            p.zone = Some("zone-a".into());
+        }
+        req.zone_capacities = Some(vec![crate::types::ZoneCapacity {
+            zone: "zone-a".into(),
+            cpu_millis: 1000,
+        }]);
+        let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        assert_eq!(
+            events(&decision),
+            [(
+                true,
+                "TopologyAwareHintsDisabled",
+                "Insufficient Node information: allocatable CPU or zone not specified on one or more nodes, addressType: IPv4"
+            )]
+        );
+        assert!(
+            decision.slices.create[0]
+                .endpoints
+                .iter()
+                .all(|e| e.hints.is_none())
+        );
     }
 
     #[test]
