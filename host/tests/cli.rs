@@ -147,6 +147,74 @@ fn bad_input_is_one_line_naming_file_and_field_with_exit_2() {
 }
 
 #[test]
+fn kube_controller_manager_flag_names_are_aliases_and_two_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-kubeconfig");
+    let missing = missing.to_str().unwrap();
+    // Each KCM name is accepted: parsing passes and the run fails later, on the kubeconfig.
+    for flag in [
+        "--concurrent-endpoint-syncs=3",
+        "--concurrent-service-endpoint-syncs=3",
+        "--endpoint-updates-batch-period=1s",
+        "--endpointslice-updates-batch-period=1s",
+    ] {
+        let out = weir(&["run", flag, "--kubeconfig", missing, "--leader-elect=false"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag}: {stderr}");
+        assert!(
+            stderr.contains("cannot read kubeconfig"),
+            "{flag}: {stderr}"
+        );
+    }
+    // They are the same flags as --workers and --batch-period: same checks...
+    for (flag, why) in [
+        (
+            "--concurrent-service-endpoint-syncs=0",
+            "0 is not in 1..=65535",
+        ),
+        ("--endpointslice-updates-batch-period=soon", "soon"),
+    ] {
+        let out = weir(&["run", flag]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(why), "{flag}: {stderr}");
+    }
+    // ...and one value each: two names (even with equal values) are refused, not merged.
+    for pair in [
+        ["--workers=4", "--concurrent-endpoint-syncs=4"],
+        [
+            "--concurrent-endpoint-syncs=4",
+            "--concurrent-service-endpoint-syncs=8",
+        ],
+        [
+            "--endpoint-updates-batch-period=1s",
+            "--endpointslice-updates-batch-period=2s",
+        ],
+    ] {
+        let out = weir(&["run", pair[0], pair[1]]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{pair:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot be used multiple times"),
+            "{pair:?}: {stderr}"
+        );
+    }
+    let help = weir(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for name in [
+        "--concurrent-endpoint-syncs",
+        "--concurrent-service-endpoint-syncs",
+        "--endpoint-updates-batch-period",
+        "--endpointslice-updates-batch-period",
+    ] {
+        assert!(
+            help.contains(&format!("{name},")) || help.contains(&format!("{name}]")),
+            "--help shows {name}"
+        );
+    }
+}
+
+#[test]
 fn kube_api_rate_flags_refuse_unusable_values_naming_the_flag() {
     for (flag, value) in [
         ("--kube-api-qps", "0"),

@@ -46,13 +46,31 @@ pub struct Args {
     )]
     pub policy_config_key: Option<String>,
 
-    /// Services synced concurrently (kube-controller-manager's --concurrent-endpoint-syncs).
-    #[arg(long, env = "WEIR_WORKERS", default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Services synced concurrently. One queue serves both outputs, so kube-controller-manager's
+    /// --concurrent-endpoint-syncs and --concurrent-service-endpoint-syncs are accepted as
+    /// other names of this flag; give only one of the names (two are refused, even if equal).
+    #[arg(
+        long,
+        env = "WEIR_WORKERS",
+        default_value_t = 5,
+        value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..),
+        visible_aliases = ["concurrent-endpoint-syncs", "concurrent-service-endpoint-syncs"]
+    )]
     pub workers: u16,
 
-    /// Delay pod-driven syncs by this much so bursts of pod changes coalesce into one write
-    /// (kube-controller-manager's --endpoint-updates-batch-period). `0s` syncs at once.
-    #[arg(long, env = "WEIR_BATCH_PERIOD", default_value = "0s", value_parser = humantime::parse_duration)]
+    /// Delay pod-driven syncs by this much so bursts of pod changes coalesce into one write.
+    /// `0s` syncs at once. kube-controller-manager's --endpoint-updates-batch-period and
+    /// --endpointslice-updates-batch-period are other names of this flag (one sync writes
+    /// both outputs); give only one of the names.
+    #[arg(
+        long,
+        env = "WEIR_BATCH_PERIOD",
+        default_value = "0s",
+        value_name = "DURATION",
+        value_parser = humantime::parse_duration,
+        visible_aliases = ["endpoint-updates-batch-period", "endpointslice-updates-batch-period"]
+    )]
     pub batch_period: Duration,
 
     /// Watch and manage only this namespace. Default: all namespaces.
