@@ -135,6 +135,10 @@ pub struct ExpectSlices {
     /// multiset.
     #[serde(default)]
     pub slices: Option<Vec<ExpectedSlice>>,
+    /// Every endpoint of the resulting slices, over all slices, as a multiset: the content
+    /// check for slices given only by `endpointCount`.
+    #[serde(default, rename = "allEndpoints")]
+    pub all_endpoints: Option<Vec<discovery::Endpoint>>,
     /// The events the decision records on the Service, as a multiset of `{type, reason}`
     /// (and `message`, when given); `[]` means none.
     #[serde(default)]
@@ -861,6 +865,31 @@ fn compare_slices(expected: &[ExpectedSlice], actual: &[discovery::EndpointSlice
     )]
 }
 
+/// Differences between the expected endpoints and those of all `slices` together, as
+/// multisets (normalised as in [`comparable_slice`]).
+fn compare_all_endpoints(
+    expected: &[discovery::Endpoint],
+    slices: &[discovery::EndpointSlice],
+) -> Vec<String> {
+    let actual: Vec<discovery::Endpoint> = slices
+        .iter()
+        .flat_map(|s| s.endpoints.iter().flatten().cloned())
+        .collect();
+    let form = |endpoints: &[discovery::Endpoint]| {
+        comparable_slice("", &[], endpoints, None, None)["endpoints"].clone()
+    };
+    let (want, got) = (form(expected), form(&actual));
+    if want == got {
+        return Vec::new();
+    }
+    vec![format!(
+        "endpointSlices.allEndpoints differ (expected {}, got {}; - expected, + actual):\n{}",
+        expected.len(),
+        actual.len(),
+        diff(&want, &got)
+    )]
+}
+
 /// Differences between the expected and the decided events (a multiset match on type and
 /// reason, and message where the expectation gives one).
 fn compare_events(expected: &[ExpectedEvent], actual: &[Value]) -> Vec<String> {
@@ -950,6 +979,9 @@ pub fn compare_outcome(case: &Case, expect: &Expect, outcome: &Outcome) -> Vec<S
     let after = case.slices_after(&outcome.slices);
     if let Some(expected) = &want.slices {
         problems.extend(compare_slices(expected, &after));
+    }
+    if let Some(expected) = &want.all_endpoints {
+        problems.extend(compare_all_endpoints(expected, &after));
     }
     if let Some(expected) = &want.events {
         problems.extend(compare_events(expected, &outcome.events));
@@ -1195,6 +1227,23 @@ mod tests {
                 "{wrong}"
             );
         }
+    }
+
+    #[test]
+    fn all_endpoints_compare_as_a_multiset_over_every_slice() {
+        let endpoints =
+            |yaml: &str| -> Vec<discovery::Endpoint> { serde_yaml::from_str(yaml).unwrap() };
+        let ok = endpoints(
+            "[{addresses: [10.0.0.2], zone: zone-b, hints: {forZones: [{name: zone-a}]}},
+              {addresses: [10.0.0.1], zone: zone-a, hints: {forZones: [{name: zone-a}]}}]",
+        );
+        assert!(compare_all_endpoints(&ok, &actual()).is_empty());
+        let one_missing = &ok[..1];
+        assert_eq!(compare_all_endpoints(one_missing, &actual()).len(), 1);
+        let twice = [ok.clone(), ok.clone()].concat();
+        let doubled = [actual(), actual()].concat();
+        assert!(compare_all_endpoints(&twice, &doubled).is_empty());
+        assert_eq!(compare_all_endpoints(&ok, &doubled).len(), 1, "a multiset");
     }
 
     #[test]

@@ -173,12 +173,13 @@ def want(endpoints=None, ports=HTTP, address_type="IPv4", count=None, hints=True
     return s
 
 
-def writes(c, u, d, slices=None, errors=None, events=None, zone_hints=None, cross_zone=None):
+def writes(c, u, d, slices=None, errors=None, events=None, zone_hints=None, cross_zone=None, every=None):
     """The expected decision: creates, updates, deletes; optionally every slice afterwards,
-    the number of sync errors, the events, and per-zone hint counts."""
+    the number of sync errors, the events, per-zone hint counts, and `every` endpoint of all
+    slices together (the content check where slices give only `endpointCount`)."""
     e = {"creates": c, "updates": u, "deletes": d}
-    optional = {"errors": errors, "slices": slices, "events": events, "zoneHints": zone_hints,
-                "crossZoneHints": cross_zone}
+    optional = {"errors": errors, "slices": slices, "allEndpoints": every, "events": events,
+                "zoneHints": zone_hints, "crossZoneHints": cross_zone}
     e.update({k: v for k, v in optional.items() if v is not None})
     return e
 
@@ -415,12 +416,12 @@ def eps(*ranges, unready=()):
 
 case("s32-250-pods-three-slices", "S32 250 pods and no slices: 100 + 100 + 50",
      "R4.13c: new slices of at most 100 each; which pod lands where is arbitrary.",
-     writes(3, 0, 0, [want(count=100), want(count=100), want(count=50)]),
+     writes(3, 0, 0, [want(count=100), want(count=100), want(count=50)], every=eps(range(250))),
      pods=pods_range(range(250)))
 for m, lengths in ((50, [50] * 5), (80, [80, 80, 80, 10]), (150, [150, 100]), (250, [250]), (500, [250])):
     case(f"s33-max-endpoints-{m}", f"S33 250 pods with maxEndpointsPerSlice {m}: {lengths}",
          "R4.13c: floor(250/max) full slices plus one with the remainder.",
-         writes(len(lengths), 0, 0, [want(count=n) for n in lengths]),
+         writes(len(lengths), 0, 0, [want(count=n) for n in lengths], every=eps(range(250))),
          pods=pods_range(range(250)), max_per=m)
 case("s34-fill-the-closest-unchanged-slice", "S34 62 + 61 stored: one new slice of 100, the rest into the 62-slice",
      """A holds pods 0-61, B pods 62-122, both up to date; 127 pods (123-249) remain. R4.13: 127 >= 100
@@ -428,14 +429,14 @@ case("s34-fill-the-closest-unchanged-slice", "S34 62 + 61 stored: one new slice 
      takes all 27 (U1). B is untouched. The create is listed before the update (the host writes
      creates, then updates, then deletes).""",
      writes(1, 1, 0, [want(count=89, name="foo-a"), want(eps(range(62, 123)), name="foo-b"),
-                      want(count=100)]),
+                      want(count=100)], every=eps(range(250))),
      pods=pods_range(range(250)),
      slices=[stored("foo-a", eps(range(62))), stored("foo-b", eps(range(62, 123)))])
 case("s35-no-stored-slice-fits", "S35 74 + 74 stored, 152 new: two new slices",
      """R4.13: 152 >= 100 -> new slice of 100; 52 remain, but neither 74-slice can take all 52
      (126 > 100) -> another new slice of 52. Lengths [74, 74, 100, 52].""",
      writes(2, 0, 0, [want(eps(range(74)), name="foo-a"), want(eps(range(74, 148)), name="foo-b"),
-                      want(count=100), want(count=52)]),
+                      want(count=100), want(count=52)], every=eps(range(300))),
      pods=pods_range(range(300)),
      slices=[stored("foo-a", eps(range(74))), stored("foo-b", eps(range(74, 148)))])
 TEN = [stored(f"foo-{k}", eps(range(30 * k, 30 * k + 30))) for k in range(10)]
@@ -448,14 +449,14 @@ svc_8081 = service(ports=[{"name": "http", "port": 80, "targetPort": 8081, "prot
 case("s37-port-change-recycles", "S37 targetPort 8080 -> 8081 with ten slices of 30: U3 D7",
      """R4.7: the 8080 group is no longer desired -> 10 deletes; the 8081 group needs 3 new slices of
      100 (R4.13c); R4.21 recycles the 3 creates into updates of 3 of the deleted slices -> U3 D7 C0.""",
-     writes(0, 3, 7, [want(count=100, ports=PORT_8081)] * 3),
+     writes(0, 3, 7, [want(count=100, ports=PORT_8081)] * 3, every=eps(range(300))),
      svc=svc_8081, pods=pods_range(range(300)), slices=TEN)
 THREE = [stored("foo-a", eps(range(100))), stored("foo-b", eps(range(100, 200))),
          stored("foo-c", eps(range(200, 250)))]
 case("s38-port-change-three-slices", "S38 targetPort change with slices [100, 100, 50]: U3",
      "R4.7 + R4.13c + R4.21: three creates (100, 100, 50) recycled into the three deleted slices.",
      writes(0, 3, 0, [want(count=100, ports=PORT_8081), want(count=100, ports=PORT_8081),
-                      want(count=50, ports=PORT_8081)]),
+                      want(count=50, ports=PORT_8081)], every=eps(range(250))),
      svc=svc_8081, pods=pods_range(range(250)), slices=THREE)
 UNREADY39 = set(range(0, 80, 10)) | {100, 110}
 case("s39-new-endpoints-fill-updated-slices", "S39 new endpoints go into the fullest slice already being updated",
@@ -672,7 +673,7 @@ case("s67-deprecated-ip-address-type", "S67 slices of addressType IP are replace
      """R2.3, R4.2: addressType IP is not supported -> both on the outer delete list, deleted after
      the IPv4 writes and never recycled (R4.3). IPv4 has no stored slice -> 130 endpoints in new
      slices of 100 and 30 (R4.13c).""",
-     writes(2, 0, 2, [want(count=100), want(count=30)]),
+     writes(2, 0, 2, [want(count=100), want(count=30)], every=eps(range(130))),
      pods=pods_range(range(130)),
      slices=[stored("foo-a", eps(range(80)), address_type="IP"),
              stored("foo-b", eps(range(80, 130)), address_type="IP")])
@@ -954,6 +955,9 @@ def compact(doc):
         if "ports" in s:
             s["ports"] = [flow(p) for p in s["ports"]]
         s["metadata"]["labels"] = flow(s["metadata"]["labels"])
+    exp = doc["expect"]["endpointSlices"]
+    if "allEndpoints" in exp:
+        exp["allEndpoints"] = [flow(e) for e in exp["allEndpoints"]]
     for s in doc["expect"]["endpointSlices"].get("slices", []):
         if "endpoints" in s:
             s["endpoints"] = [flow(e) for e in s["endpoints"]]
