@@ -367,10 +367,11 @@ impl Controller {
                 return;
             }
         }
-        // A standby queued nothing: the new leader checks every Service, as a restart would.
-        if standby {
-            handle.enqueue_all();
-        }
+        // Events that came while this replica was not yet leading queued nothing (that may be
+        // all of the initial lists, or some of them when the Lease came first): the leader
+        // checks every Service now, as a restart would. The gate opened before this reads the
+        // caches, so every later event queues its key itself.
+        handle.enqueue_all();
         let leftovers = if outputs.endpoints {
             sweep_leftovers(&handle)
         } else {
