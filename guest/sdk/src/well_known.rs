@@ -1,4 +1,7 @@
 //! Well-known Kubernetes keys and limits the endpoint controller uses (spec §1).
+//!
+//! `spec §` numbers are those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
+//! `docs/upstream-endpointslices.md`.
 
 /// Most addresses (ready and not ready together) one Endpoints object holds (spec §1.1).
 pub const MAX_CAPACITY: usize = 1000;

@@ -2,6 +2,8 @@
 //! - the order of pods and of the stored subsets never changes the decision;
 //! - feeding a written result back as the stored Endpoints always gives `none`;
 //! - nothing panics.
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use proptest::prelude::*;
 use weir_policy::types::*;

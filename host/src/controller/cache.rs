@@ -2,6 +2,8 @@
 //! were last seen, with the indexes a sync needs. Pods are kept as their WIT view only (about 1 KB each), never as
 //! decoded `Pod` objects, and are indexed by namespace and label so finding a Service's pods
 //! never scans the cluster.
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};

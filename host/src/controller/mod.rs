@@ -3,6 +3,8 @@
 //! kube-runtime's `Controller` does not fit (see docs): it never reconciles a deleted object,
 //! gates only on its own cache, and lacks per-key backoff. So this wires kube-runtime's
 //! `watcher` (with its backoff) to weir's caches and a client-go-style queue.
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 pub mod cache;
 pub mod events;
@@ -457,8 +459,7 @@ async fn worker(syncer: Arc<Syncer>, handle: Handle, dry_run: bool) {
         };
         let sync_result = match &result {
             Ok(_) => "success",
-            Err(SyncError::StaleCache(..)) => "stale",
-            Err(_) => "error",
+            Err(e) => e.result_label(),
         };
         metrics
             .syncs

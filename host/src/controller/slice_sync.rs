@@ -1,5 +1,6 @@
 //! The EndpointSlice half of a sync: the stale-cache guard before the guest call, and the
-//! writes after its decision passed validation (upstream rules R1.26, R4.22, R6).
+//! writes after its decision passed validation (rules R1.26, R4.22 and
+//! R6 of `docs/upstream-endpointslices.md`).
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
-//! The EndpointSlice tracker: the stale-cache guard of the slice path (upstream rules R6.1–R6.5,
-//! see `docs/operations.md`).
+//! The EndpointSlice tracker: the stale-cache guard of the slice path (rules R6.1–R6.5 of
+//! `docs/upstream-endpointslices.md`).
 //!
 //! After weir writes a slice it remembers the generation the API server returned (or that it
 //! expects the slice to be gone). A sync whose cache still shows an older generation, a slice

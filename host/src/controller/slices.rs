@@ -1,6 +1,6 @@
 //! The slice path's caches and event mapping: EndpointSlices indexed by their Service, Nodes
-//! reduced to their zone, and which Service keys their events enqueue (upstream rules R1.15,
-//! R1.16; see `docs/operations.md`).
+//! reduced to their zone, and which Service keys their events enqueue (rules R1.15,
+//! R1.16 of `docs/upstream-endpointslices.md`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};

@@ -1,5 +1,8 @@
 //! The sync of one Service key: build the request from the caches, call the guest, validate
 //! its decision, write it (spec §5, §13).
+//!
+//! `spec §` numbers are those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
+//! `docs/upstream-endpointslices.md`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -72,6 +75,15 @@ impl SyncError {
     /// Whether the guest misbehaved (trap, timeout, memory): what rollback counts.
     pub fn is_guest_fault(&self) -> bool {
         matches!(self, SyncError::Guest(e) if e.is_fault())
+    }
+
+    /// The `result` label of `weir_syncs` for a failed sync: `stale` when either output's
+    /// cache predates weir's own write (spec §5.9, R1.26, R1.29), `error` otherwise.
+    pub fn result_label(&self) -> &'static str {
+        match self {
+            SyncError::StaleCache(..) | SyncError::StaleSlices(_) => "stale",
+            _ => "error",
+        }
     }
 }
 
@@ -235,8 +247,11 @@ impl Syncer {
         }
         let service = self.cache.service(namespace, name).map(|s| s.view);
         if self.outputs.endpoint_slices && service.is_none() {
-            // Its slices go by garbage collection through their ownerReference (R1.20).
+            // Its slices go by garbage collection through their ownerReference, and a Service
+            // created again under this name starts afresh (R1.20). With Endpoints managed too,
+            // their DELETE forgets the trigger time as well (spec §5.2).
             self.slice_tracker.forget(key);
+            self.trigger_times.forget(key);
         }
         // The one read of the stored Endpoints in this sync: the guest decides on this
         // snapshot and the write carries its resourceVersion.
@@ -666,6 +681,119 @@ mod tests {
         // Service deleted: the delete goes ahead despite the stale cache.
         s.cache.delete_service("ns", "s");
         assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Written("delete"));
+    }
+
+    fn owned_slice(name: &str, generation: i64) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": name, "generation": generation,
+                         "labels": {"kubernetes.io/service-name": "s",
+                                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "s",
+                                              "uid": "u1", "controller": true, "blockOwnerDeletion": true}]},
+            "addressType": "IPv4", "ports": [], "endpoints": []
+        }))
+        .unwrap()
+    }
+
+    /// A Service selecting `app: web`, single-stack IPv4 (so one stored placeholder is right).
+    fn ipv4_service() -> core::Service {
+        let mut spec = selecting();
+        spec["ipFamilies"] = json!(["IPv4"]);
+        spec["clusterIP"] = json!("10.0.0.10");
+        service(spec)
+    }
+
+    fn slice_writes(s: &Syncer) -> u64 {
+        let st = &s.slice_stats;
+        st.creates.get() + st.updates.get() + st.deletes.get()
+    }
+
+    #[tokio::test]
+    async fn s74_a_slice_cache_behind_our_write_fails_the_sync_as_stale_and_writes_nothing() {
+        let s = syncer();
+        s.cache.apply_service(&ipv4_service());
+        s.cache.slices.apply(owned_slice("a", 10));
+        // Tracked 12, cached 10: the cache has not seen weir's last write.
+        s.slice_tracker.written("ns/s", &owned_slice("a", 12));
+        let error = s.sync("ns/s").await.unwrap_err();
+        assert!(
+            matches!(&error, SyncError::StaleSlices(k) if k == "ns/s"),
+            "{error}"
+        );
+        assert_eq!(
+            error.result_label(),
+            "stale",
+            "counted as weir_syncs{{result=stale}}"
+        );
+        assert_eq!(s.slice_stats.stale.get(), 1);
+        assert_eq!(slice_writes(&s), 0, "nothing written");
+        // Tracked 10 / cached 10 and tracked 1 / cached 10: the sync goes ahead (the stored
+        // placeholder is right for a Service without pods, so it writes nothing either).
+        for tracked in [10, 1] {
+            s.slice_tracker.written("ns/s", &owned_slice("a", tracked));
+            s.sync("ns/s").await.unwrap();
+        }
+        assert_eq!(s.slice_stats.stale.get(), 1);
+    }
+
+    #[tokio::test]
+    async fn s75_an_expected_delete_still_listed_or_a_written_slice_missing_is_stale() {
+        let s = syncer();
+        s.cache.apply_service(&ipv4_service());
+        // A Service the tracker never saw is never stale.
+        s.cache.slices.apply(owned_slice("a", 1));
+        s.sync("ns/s").await.unwrap();
+        // weir deleted "a" but the cache still lists it.
+        s.slice_tracker.deleted("ns/s", "a");
+        assert!(matches!(
+            s.sync("ns/s").await,
+            Err(SyncError::StaleSlices(_))
+        ));
+        s.cache.slices.delete("ns", "a");
+        // weir created "b" and the cache has not got it yet.
+        s.slice_tracker.written("ns/s", &owned_slice("b", 1));
+        assert!(matches!(
+            s.sync("ns/s").await,
+            Err(SyncError::StaleSlices(_))
+        ));
+        assert_eq!(s.slice_stats.stale.get(), 2);
+        assert_eq!(slice_writes(&s), 0);
+    }
+
+    #[tokio::test]
+    async fn s73_a_deleted_service_forgets_its_slice_and_trigger_time_state_and_writes_no_slice() {
+        // Both outputs, and EndpointSlices alone (no Endpoints DELETE to hang the forgetting on).
+        for endpoints in [true, false] {
+            let mut s = syncer();
+            s.outputs.endpoints = endpoints;
+            s73_case(&s).await;
+        }
+    }
+
+    async fn s73_case(s: &Syncer) {
+        s.cache.apply_service(&ipv4_service());
+        s.cache.slices.apply(owned_slice("a", 3));
+        s.slice_tracker.written("ns/s", &owned_slice("a", 3));
+        let view = s.cache.service("ns", "s").unwrap().view;
+        assert!(s.trigger_times.compute("ns/s", &view, &[]).is_some());
+        s.cache.delete_service("ns", "s");
+        let writes_before = slice_writes(s);
+        // The Endpoints object goes (spec §5.2); the slices are left to garbage collection.
+        s.sync("ns/s").await.unwrap();
+        assert_eq!(
+            slice_writes(s),
+            writes_before,
+            "no slice write for a deleted Service"
+        );
+        // The tracker forgot the Service: a stale-looking cache no longer fails a sync.
+        assert!(!s.slice_tracker.is_stale("ns/s", []));
+        assert!(!s.slice_tracker.has(&owned_slice("a", 3)));
+        // The trigger-time tracker forgot it too: a new Service of that name starts from its
+        // creation time again.
+        assert_eq!(
+            s.trigger_times.compute("ns/s", &view, &[]),
+            Some("2024-01-01T00:00:00Z".to_string())
+        );
     }
 
     #[tokio::test]

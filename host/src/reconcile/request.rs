@@ -4,6 +4,8 @@
 //! The callers differ only in where the pieces come from: which pods a Service selects, the
 //! trigger time (the controller remembers it across syncs, a case starts afresh) and the Node
 //! facts. Everything else, including the conversion of each view, happens here.
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use k8s_openapi::api::discovery::v1 as discovery;
 

@@ -3,6 +3,8 @@
 //!
 //! A refused decision writes nothing at all (neither slices nor Endpoints): the controller
 //! records an Event and a metric and retries the key with backoff.
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;

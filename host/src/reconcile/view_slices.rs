@@ -1,5 +1,7 @@
 //! discovery.k8s.io/v1 EndpointSlices and core/v1 Nodes to the 0.2.0 WIT views and back.
 //! Pure functions, shared by the controller and the case runner.
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,5 +1,7 @@
 //! A cluster for end-to-end tests: the embedded API server in process, a kube client, the
 //! real controller, and polling waits with deadlines (never fixed sleeps).
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,5 +1,8 @@
 //! A pod's address and readiness (spec §7, §9; upstream `podToEndpointAddressForService`,
 //! `ShouldSetHostname`, `IsPodReady`).
+//!
+//! `spec §` numbers are those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
+//! `docs/upstream-endpointslices.md`.
 
 use crate::PodAddress;
 use crate::ip::{self, Family};

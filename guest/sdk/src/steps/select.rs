@@ -1,4 +1,7 @@
 //! Which pods may appear at all (spec §6, upstream `ShouldPodBeInEndpoints`).
+//!
+//! `spec §` numbers are those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
+//! `docs/upstream-endpointslices.md`.
 
 use crate::types::Pod;
 use crate::{Context, Output};

@@ -1,5 +1,7 @@
 //! Topology hints on the planned slices (R5): `trafficDistribution` hints, topology-aware
 //! allocation for the `auto` annotation, or none at all.
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use std::collections::BTreeMap;
 

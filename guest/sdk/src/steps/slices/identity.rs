@@ -1,5 +1,7 @@
 //! When two endpoints are the same endpoint, and when two port lists are the same group
 //! (R3.6, R4.9, R4.10).
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};

@@ -1,5 +1,7 @@
 //! Slice metadata: which slices are the controller's, their labels, owner and shape
 //! (R1.30, R1.31, R2.1–R2.3, R4.15–R4.17, R4.23–R4.26).
+//!
+//! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use crate::ip::{self, Family};
 use crate::steps::decide::{get, is_headless};
