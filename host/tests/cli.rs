@@ -215,6 +215,23 @@ fn kube_controller_manager_flag_names_are_aliases_and_two_names_are_refused() {
 }
 
 #[test]
+fn a_bad_service_selector_is_refused_naming_the_flag_and_the_problem() {
+    for (selector, problem) in [
+        ("team in payments", "expected: '('"),
+        ("team=a,", "expected: identifier after ','"),
+        ("-team=a", "key: Invalid value"),
+    ] {
+        let out = weir(&["run", &format!("--service-selector={selector}")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{selector}: {stderr}");
+        assert!(
+            stderr.contains("--service-selector") && stderr.contains(problem),
+            "{selector}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn kube_api_rate_flags_refuse_unusable_values_naming_the_flag() {
     for (flag, value) in [
         ("--kube-api-qps", "0"),

@@ -475,7 +475,7 @@ async fn handle_resource(
         }
         (Method::GET, None) => {
             let ls = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))
-                .map_err(ApiError::bad_request)?;
+                .map_err(|e| ApiError::bad_request(e.0))?;
             let fs = FieldSelector::parse(
                 t.r,
                 q.get("fieldSelector").map(String::as_str).unwrap_or(""),
@@ -580,7 +580,7 @@ async fn handle_resource(
         }
         (Method::DELETE, None) => {
             let ls = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))
-                .map_err(ApiError::bad_request)?;
+                .map_err(|e| ApiError::bad_request(e.0))?;
             let fs = FieldSelector::parse(
                 t.r,
                 q.get("fieldSelector").map(String::as_str).unwrap_or(""),
@@ -907,7 +907,7 @@ impl WatchSpec {
                     name: obj.name.clone(),
                     json: obj.json.clone(),
                     body_offset: obj.body_offset,
-                    labels: Vec::new(),
+                    labels: Default::default(),
                     rv: obj.rv,
                 })],
                 obj.rv,
@@ -949,7 +949,7 @@ impl WatchSpec {
                         name: prev.name.clone(),
                         json: Bytes::from(json),
                         body_offset: 1,
-                        labels: Vec::new(),
+                        labels: Default::default(),
                         rv: e.rv,
                     };
                     Some(self.render(EvType::Deleted, &o))

@@ -27,7 +27,7 @@ pub(crate) struct Obj {
     /// `json[body_offset..]` is the object without `apiVersion`/`kind`, minus the opening brace
     /// (list items are written as `{` + that).
     pub body_offset: usize,
-    pub labels: Vec<(String, String)>,
+    pub labels: BTreeMap<String, String>,
     pub rv: u64,
 }
 
@@ -39,7 +39,7 @@ impl Obj {
 
     /// Does it match the selectors?
     pub(crate) fn matches(&self, ls: &LabelSelector, fs: &FieldSelector) -> bool {
-        if !ls.is_empty() && !ls.matches(&self.labels) {
+        if !ls.selects_all() && !ls.matches(&self.labels) {
             return false;
         }
         if fs.is_empty() {
@@ -155,7 +155,8 @@ fn meta(v: &mut Value) -> &mut Map<String, Value> {
     e.as_object_mut().expect("object")
 }
 
-fn labels_of(v: &Value) -> Vec<(String, String)> {
+/// An object's labels as selectors match them.
+pub(crate) fn labels_of(v: &Value) -> BTreeMap<String, String> {
     v["metadata"]["labels"]
         .as_object()
         .map(|m| {
@@ -644,7 +645,7 @@ impl Store {
                 .to_string(),
             json: Bytes::from(bytes),
             body_offset: 1,
-            labels: Vec::new(),
+            labels: BTreeMap::new(),
             rv: self.rv,
         }))
     }

@@ -314,18 +314,8 @@ impl ApiError {
     }
 }
 
-/// Is `s` a DNS-1123 subdomain (object names of most kinds)?
-pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|p| {
-            !p.is_empty()
-                && p.bytes()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-                && !p.starts_with('-')
-                && !p.ends_with('-')
-        })
-}
+/// Is `s` a DNS-1123 subdomain? (The rule label-selector keys use too.)
+pub(crate) use weir_selector::is_dns_subdomain;
 
 /// Is `s` a DNS-1123 label (namespace names)?
 pub(crate) fn is_dns_label(s: &str) -> bool {

@@ -297,7 +297,10 @@ impl Args {
         let service_selector = self
             .service_selector
             .as_deref()
-            .map(str::parse::<LabelSelector>)
+            .map(|text| {
+                LabelSelector::parse(text)
+                    .map_err(|e| anyhow::anyhow!("invalid --service-selector {text:?}: {e}"))
+            })
             .transpose()?;
         Ok(Config {
             workers: usize::from(self.workers),

@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1 as core;
 
 use crate::runtime::bindings as wit;
-use crate::selector::LabelSelector;
+use crate::selector::{LabelSelector, labels_match};
 
 /// `namespace/name`.
 pub type Key = String;
@@ -169,7 +169,7 @@ impl Cache {
         let managed = self
             .service_selector
             .as_ref()
-            .is_none_or(|s| s.matches(svc.metadata.labels.as_ref()));
+            .is_none_or(|s| labels_match(s, svc.metadata.labels.as_ref()));
         write(&self.deletable).remove(&k);
         if managed {
             write(&self.unmanaged).remove(&k);
