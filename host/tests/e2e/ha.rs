@@ -371,3 +371,47 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
     assert_eq!(c.server.stats().writers(WRITES).len(), 1);
     run.stop().await;
 }
+
+/// The Lease can come while the caches are still syncing: the events seen before it queued
+/// nothing, yet every Service is synced once the replica leads. (The Node list is held back by
+/// a partition, so the Lease deterministically comes after the Services and Pods arrived.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_won_while_the_caches_sync_still_syncs_every_service() {
+    use weir::leader::WriteGate;
+    let mut objects = vec![namespace("app")];
+    for i in 0..20 {
+        let name = format!("svc-{i}");
+        objects.push(web(&name));
+        objects.push(pod(
+            "app",
+            &format!("p-{i}"),
+            selected(&name),
+            &format!("10.1.0.{i}"),
+            true,
+        ));
+    }
+    let c = Cluster::start(objects).await;
+    // Every client (the controller's has no User-Agent) is cut off from Nodes.
+    c.server.faults().partition("", "nodes");
+    let gate = WriteGate::leased(Duration::from_secs(600));
+    let config = weir::controller::Config {
+        gate: gate.clone(),
+        ..Default::default()
+    };
+    let run = c.run(default_guest().await, config);
+    wait_for("Services and Pods cached, Nodes not", || {
+        let h = run.handle.clone();
+        async move {
+            h.cache.service_keys().len() == 20 && h.cache.pod_count() == 20 && !h.is_synced()
+        }
+    })
+    .await;
+    assert!(run.handle.queue.is_empty(), "not leading: nothing queued");
+    gate.renewed(tokio::time::Instant::now());
+    c.server.faults().heal();
+    for i in 0..20 {
+        let ip = format!("10.1.0.{i}");
+        c.wait_ips("app", &format!("svc-{i}"), &[&ip], &[]).await;
+    }
+    run.stop().await;
+}
