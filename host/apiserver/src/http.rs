@@ -537,7 +537,7 @@ async fn handle_resource(
                     patch::merge_patch(&mut v, &p);
                     Ok(())
                 }
-                "application/json-patch+json" => patch::json_patch(&mut v, &p),
+                "application/json-patch+json" => patch::json_patch(&mut v, p),
                 "application/strategic-merge-patch+json" => {
                     patch::strategic_merge_patch(t.r, &mut v, &p)
                 }
@@ -555,6 +555,9 @@ async fn handle_resource(
             match res {
                 Ok(()) => {}
                 Err(PatchError::Bad(m)) => return Err(ApiError::bad_request(m)),
+                // kube-apiserver's answer when a patch does not apply is 422 Invalid with this
+                // message (kubectl: "The request is invalid: the server rejected ..."); the
+                // reason follows it here, where kube-apiserver leaves it out.
                 Err(PatchError::Invalid(m)) => {
                     return Err(ApiError::new(
                         422,
@@ -563,6 +566,9 @@ async fn handle_resource(
                             "the server rejected our request due to an error in our request: {m}"
                         ),
                     ));
+                }
+                Err(PatchError::TooLarge(m)) => {
+                    return Err(ApiError::new(413, "RequestEntityTooLarge", m));
                 }
                 Err(PatchError::Unsupported(m)) => return Err(ApiError::unsupported_media(m)),
             }

@@ -1,4 +1,5 @@
-//! JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+//! JSON merge patch (RFC 7386) and JSON patch (RFC 6902) by the json-patch crate, and
+//! strategic merge patch.
 
 use serde_json::{Map, Value};
 
@@ -11,168 +12,42 @@ pub(crate) enum PatchError {
     Bad(String),
     /// The patch cannot be applied to the object (422).
     Invalid(String),
+    /// The patch has more operations than allowed (413).
+    TooLarge(String),
     /// The patch uses strategic-merge features this server does not implement (415).
     Unsupported(String),
 }
 
-/// RFC 7386 JSON merge patch.
-pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
-    match patch {
-        Value::Object(p) => {
-            if !target.is_object() {
-                *target = Value::Object(Map::new());
-            }
-            let t = target.as_object_mut().expect("object");
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        other => *target = other.clone(),
-    }
-}
+/// RFC 7386 JSON merge patch, by the json-patch crate.
+pub(crate) use json_patch::merge as merge_patch;
 
-fn unescape(tok: &str) -> String {
-    tok.replace("~1", "/").replace("~0", "~")
-}
+/// Most operations one JSON patch may hold, as kube-apiserver allows.
+const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
-fn pointer_parts(path: &str) -> Result<Vec<String>, PatchError> {
-    if path.is_empty() {
-        return Ok(vec![]);
-    }
-    if !path.starts_with('/') {
-        return Err(PatchError::Bad(format!("invalid JSON pointer {path:?}")));
-    }
-    Ok(path[1..].split('/').map(unescape).collect())
-}
-
-fn parent_mut<'a>(doc: &'a mut Value, parts: &[String]) -> Result<&'a mut Value, PatchError> {
-    let mut cur = doc;
-    for p in &parts[..parts.len() - 1] {
-        cur = match cur {
-            Value::Object(m) => m.get_mut(p),
-            Value::Array(a) => p.parse::<usize>().ok().and_then(move |i| a.get_mut(i)),
-            _ => None,
-        }
-        .ok_or_else(|| PatchError::Invalid(format!("doc is missing path: /{}", parts.join("/"))))?;
-    }
-    Ok(cur)
-}
-
-fn add(doc: &mut Value, path: &str, val: Value) -> Result<(), PatchError> {
-    let parts = pointer_parts(path)?;
-    if parts.is_empty() {
-        *doc = val;
-        return Ok(());
-    }
-    let last = parts.last().expect("non-empty").clone();
-    match parent_mut(doc, &parts)? {
-        Value::Object(m) => {
-            m.insert(last, val);
-        }
-        Value::Array(a) => {
-            if last == "-" {
-                a.push(val);
-            } else {
-                let i: usize = last
-                    .parse()
-                    .map_err(|_| PatchError::Invalid(format!("invalid index {last}")))?;
-                if i > a.len() {
-                    return Err(PatchError::Invalid(format!("index out of bounds: {i}")));
-                }
-                a.insert(i, val);
-            }
-        }
-        _ => return Err(PatchError::Invalid(format!("doc is missing path: {path}"))),
-    }
-    Ok(())
-}
-
-fn remove(doc: &mut Value, path: &str) -> Result<Value, PatchError> {
-    let parts = pointer_parts(path)?;
-    if parts.is_empty() {
-        return Err(PatchError::Invalid(
-            "cannot remove the whole document".into(),
-        ));
-    }
-    let last = parts.last().expect("non-empty");
-    let missing = || PatchError::Invalid(format!("doc is missing path: {path}: missing value"));
-    match parent_mut(doc, &parts)? {
-        Value::Object(m) => m.remove(last).ok_or_else(missing),
-        Value::Array(a) => {
-            let i: usize = last.parse().map_err(|_| missing())?;
-            if i >= a.len() {
-                return Err(missing());
-            }
-            Ok(a.remove(i))
-        }
-        _ => Err(missing()),
-    }
-}
-
-fn get<'a>(doc: &'a Value, path: &str) -> Result<&'a Value, PatchError> {
-    let parts = pointer_parts(path)?;
-    let mut cur = doc;
-    for p in &parts {
-        cur = match cur {
-            Value::Object(m) => m.get(p),
-            Value::Array(a) => p.parse::<usize>().ok().and_then(|i| a.get(i)),
-            _ => None,
-        }
-        .ok_or_else(|| PatchError::Invalid(format!("doc is missing path: {path}")))?;
-    }
-    Ok(cur)
-}
-
-/// RFC 6902 JSON patch.
-pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
+/// RFC 6902 JSON patch, by the json-patch crate; `doc` is unchanged when it fails. As in
+/// kube-apiserver, a body that is not an array of objects is a bad request, too many
+/// operations are too large, and anything else that fails (a failed `test`, a missing path,
+/// an unknown or incomplete operation) cannot be processed.
+pub(crate) fn json_patch(doc: &mut Value, patch: Value) -> Result<(), PatchError> {
     let ops = patch
         .as_array()
+        .filter(|ops| ops.iter().all(Value::is_object))
         .ok_or_else(|| PatchError::Bad("json patch must be an array of operations".into()))?;
-    for op in ops {
-        let kind = op["op"].as_str().unwrap_or("");
-        let path = op["path"]
-            .as_str()
-            .ok_or_else(|| PatchError::Bad("json patch operation without path".into()))?;
-        match kind {
-            "add" => add(doc, path, op.get("value").cloned().unwrap_or(Value::Null))?,
-            "remove" => {
-                remove(doc, path)?;
-            }
-            "replace" => {
-                remove(doc, path)?;
-                add(doc, path, op.get("value").cloned().unwrap_or(Value::Null))?;
-            }
-            "move" => {
-                let from = op["from"].as_str().unwrap_or("");
-                let v = remove(doc, from)?;
-                add(doc, path, v)?;
-            }
-            "copy" => {
-                let from = op["from"].as_str().unwrap_or("");
-                let v = get(doc, from)?.clone();
-                add(doc, path, v)?;
-            }
-            "test" => {
-                if get(doc, path)? != op.get("value").unwrap_or(&Value::Null) {
-                    return Err(PatchError::Invalid(format!("testing value {path} failed")));
-                }
-            }
-            other => {
-                return Err(PatchError::Bad(format!(
-                    "unexpected json patch operation {other:?}"
-                )));
-            }
-        }
+    if ops.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(PatchError::TooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+            ops.len()
+        )));
     }
-    Ok(())
+    let ops: json_patch::Patch =
+        serde_json::from_value(patch).map_err(|e| PatchError::Invalid(e.to_string()))?;
+    json_patch::patch(doc, &ops).map_err(|e| PatchError::Invalid(e.to_string()))
 }
 
-/// Strategic merge patch for the served types: maps merge like a merge patch, lists with a
-/// patch merge key (containers by name, ports by port, conditions by type, ...) merge by key,
+/// Strategic merge patch for the served types (hand-written: no Rust crate implements it; it
+/// needs each type's patch merge keys, which `resources::merge_key` holds): maps merge like a
+/// merge patch, lists with a patch merge key (containers by name, ports by port, conditions by
+/// type, ...) merge by key,
 /// `metadata.finalizers` merges as a set, and the directives `$patch` (replace/delete/merge),
 /// `$setElementOrder/<list>`, `$deleteFromPrimitiveList/<list>` and `$retainKeys` are honoured.
 pub(crate) fn strategic_merge_patch(
@@ -374,11 +249,41 @@ mod tests {
         let mut t = json!({"a": [1, 2], "b": {"c": 1}});
         json_patch(
             &mut t,
-            &json!([{"op":"add","path":"/a/-","value":3},{"op":"remove","path":"/b/c"},{"op":"test","path":"/a/0","value":1},{"op":"replace","path":"/a/1","value":9}]),
+            json!([{"op":"add","path":"/a/-","value":3},{"op":"remove","path":"/b/c"},{"op":"test","path":"/a/0","value":1},{"op":"replace","path":"/a/1","value":9}]),
         )
         .unwrap();
         assert_eq!(t, json!({"a": [1, 9, 3], "b": {}}));
-        assert!(json_patch(&mut t, &json!([{"op":"test","path":"/a/0","value":5}])).is_err());
+        let before = t.clone();
+        let failed = json_patch(
+            &mut t,
+            json!([{"op":"remove","path":"/b"},{"op":"test","path":"/a/0","value":5}]),
+        );
+        assert!(matches!(failed, Err(PatchError::Invalid(_))), "{failed:?}");
+        assert_eq!(t, before, "a failed patch changes nothing");
+        for (bad, why) in [
+            (json!({"op": "add"}), "not an array"),
+            (json!(["add"]), "an operation that is not an object"),
+        ] {
+            assert!(
+                matches!(json_patch(&mut t, bad), Err(PatchError::Bad(_))),
+                "{why}"
+            );
+        }
+        for unprocessable in [
+            json!([{"op": "frobnicate", "path": "/a"}]),
+            json!([{"op": "add", "value": 1}]),
+            json!([{"op": "remove", "path": "/nope"}]),
+        ] {
+            assert!(matches!(
+                json_patch(&mut t, unprocessable),
+                Err(PatchError::Invalid(_))
+            ));
+        }
+        let many = Value::Array(vec![json!({"op": "test", "path": "", "value": 0}); 10_001]);
+        assert!(matches!(
+            json_patch(&mut t, many),
+            Err(PatchError::TooLarge(_))
+        ));
     }
 
     #[test]

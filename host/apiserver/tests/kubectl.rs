@@ -456,6 +456,53 @@ async fn kubectl_terminating_namespace_and_finalizers() {
     server.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_json_patch_test_op_guards_the_change() {
+    if !kubectl_available() {
+        return;
+    }
+    let (server, env) = setup("jsonpatch").await;
+    let store = server.store();
+    ok_stdin(&env, &["create", "-f", "-"], MANIFEST).await;
+    // `kubectl patch` with a test that the label is `expected`, then a change of it.
+    let patch = |expected: &str| {
+        let ops = format!(
+            r#"[{{"op":"test","path":"/metadata/labels/app","value":"{expected}"}},{{"op":"replace","path":"/metadata/labels/app","value":"api"}}]"#
+        );
+        let env = &env;
+        async move {
+            let args = [
+                "patch",
+                "pod",
+                "web-0",
+                "-n",
+                "demo",
+                "--type=json",
+                "-p",
+                &ops,
+            ];
+            kubectl(env, &args, None).await
+        }
+    };
+    // A failing `test` is 422 Invalid, and nothing changes.
+    let (success, _, err) = patch("db").await;
+    assert!(!success, "a failed test refuses the patch");
+    assert!(
+        err.contains(
+            "The request is invalid: the server rejected our request due to an error in our request"
+        ) && err.contains("/metadata/labels/app"),
+        "kubectl shows kube-apiserver's 422 Invalid: {err}"
+    );
+    let pod = store.get("pods", "demo", "web-0").unwrap();
+    assert_eq!(pod["metadata"]["labels"]["app"], "web");
+    // A passing one lets the rest apply.
+    let (success, out, err) = patch("web").await;
+    assert!(success && out.contains("pod/web-0 patched"), "{out}{err}");
+    let pod = store.get("pods", "demo", "web-0").unwrap();
+    assert_eq!(pod["metadata"]["labels"]["app"], "api");
+    server.shutdown().await;
+}
+
 const SLICE_AND_NODE: &str = r#"
 apiVersion: v1
 kind: Node
