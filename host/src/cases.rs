@@ -417,7 +417,23 @@ impl Case {
 
     /// Runs the case on `guest`, validating the decision as the controller does.
     pub async fn run(&self, guest: &Guest) -> Result<Outcome, RunError> {
+        self.check_config(guest).await?;
         self.run_timed(guest).await.0
+    }
+
+    /// Checks the case's `config` with the guest's `validate-config` (0.2.0), under the same
+    /// deadline and memory cap as a call, as a controller does when it loads a guest. A case
+    /// without `config`, and a 0.1.0 guest (no such export), pass.
+    pub async fn check_config(&self, guest: &Guest) -> Result<(), RunError> {
+        let Some(config) = &self.config else {
+            return Ok(());
+        };
+        let text = normalize_config(&config_text(config)).unwrap_or_default();
+        match guest.validate_config(&text).await {
+            Ok(()) => Ok(()),
+            Err(CallError::Guest(message)) => Err(RunError::Config(message)),
+            Err(e) => Err(RunError::Call(e)),
+        }
     }
 
     /// Like [`Case::run`], with the time of each phase (instantiate, call, validate).
@@ -627,6 +643,9 @@ pub enum RunError {
     /// The slice changes broke the contract.
     #[error(transparent)]
     InvalidSlices(#[from] validate_slices::SliceViolation),
+    /// The policy's `validate-config` refused the case's `config`.
+    #[error("config: the policy refuses it: {0}")]
+    Config(String),
 }
 
 fn config_text(config: &Value) -> String {

@@ -270,6 +270,47 @@ fn a_failing_case_shows_a_diff_and_fails_the_run() {
     );
 }
 
+/// A case whose `config` the policy's `validate-config` refuses is bad input: `weir reconcile`
+/// exits 2 with one line naming the file, `config` and the policy's reason, before any
+/// reconcile; `weir test` reports the case as failing. The same configuration as a valid one
+/// passes, so it is the configuration that is refused.
+#[test]
+fn a_config_the_policy_refuses_exits_2_naming_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = write(
+        dir.path(),
+        "refused.yaml",
+        &format!("{GOOD}config: {{unknownKnob: 1}}\n"),
+    );
+    let out = weir(&["reconcile", &refused]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&refused)
+            && stderr.contains("config: the policy refuses it")
+            && stderr.contains("unknownKnob"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no decision is printed");
+    let out = weir(&["test", &refused]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("unknownKnob"), "{stdout}");
+
+    let accepted = write(
+        dir.path(),
+        "accepted.yaml",
+        &format!("{GOOD}config: {{}}\n"),
+    );
+    let out = weir(&["reconcile", &accepted]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Leader-election timings that contradict each other stop `weir run` before it does anything
 /// (no kubeconfig is even read), with one line naming the flags and exit code 2.
 #[test]

@@ -145,3 +145,59 @@ expect:
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The swap gate (also run at `weir run` start) asks a 0.2.0 candidate's `validate-config`
+/// about the configuration it would run with: a refused one stops the candidate, with the
+/// `config` refusal reason that the swap metric, log and history record, and the policy's
+/// own message. A 0.1.0 candidate has no such export and is judged by its calls alone.
+#[test]
+fn the_swap_gate_refuses_a_candidate_whose_validate_config_refuses_the_config() {
+    use weir::swap::{SwapConfig, validate_candidate};
+    let runtime = runtime();
+    let default = weir::runtime::DEFAULT_GUEST.to_vec();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let refusal = rt
+        .block_on(validate_candidate(
+            &runtime,
+            &SwapConfig::default(),
+            default.clone(),
+            r#"{"unknownKnob": 1}"#,
+        ))
+        .expect_err("the default policy refuses an unknown field");
+    assert_eq!(refusal.reason(), "config", "{refusal}");
+    let message = refusal.to_string();
+    assert!(
+        message.contains("validate-config") && message.contains("unknownKnob"),
+        "{message}"
+    );
+    rt.block_on(validate_candidate(
+        &runtime,
+        &SwapConfig::default(),
+        default,
+        "{}",
+    ))
+    .expect("an accepted configuration passes the gate");
+    // A 0.1.0 candidate: no validate-config; only its reconcile calls can refuse.
+    let v1 = test_guest_bytes("v0-1-default");
+    let checked = rt.block_on(validate_candidate(
+        &runtime,
+        &SwapConfig::default(),
+        v1.clone(),
+        "{}",
+    ));
+    assert!(checked.is_ok(), "{:?}", checked.err());
+    if let Err(refusal) = rt.block_on(validate_candidate(
+        &runtime,
+        &SwapConfig::default(),
+        v1,
+        r#"{"unknownKnob": 1}"#,
+    )) {
+        assert!(
+            !refusal.to_string().contains("validate-config"),
+            "{refusal}"
+        );
+    }
+}

@@ -11,7 +11,8 @@ use weir::cases::{Case, RunError, outcome_json};
 /// `endpointSlices` is null for a `weir:endpoints@0.1.0` guest, which computes Endpoints only.
 ///
 /// Exit codes: 0 decision printed; 1 the guest failed (error, trap, timeout, or a decision
-/// that breaks the contract); 2 bad input (unreadable or invalid case file, unloadable guest).
+/// that breaks the contract); 2 bad input (unreadable or invalid case file, a `config` the
+/// policy's `validate-config` refuses, unloadable guest).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -52,6 +53,11 @@ async fn reconcile(args: Args) -> ExitCode {
                 serde_json::to_string_pretty(&outcome_json(&outcome)).unwrap_or_default()
             );
             ExitCode::SUCCESS
+        }
+        // The configuration is part of the case: refusing it is bad input.
+        Err(e @ RunError::Config(_)) => {
+            eprintln!("weir: {}: {e}", args.case.display());
+            ExitCode::from(2)
         }
         Err(e @ (RunError::Call(_) | RunError::Invalid(_) | RunError::InvalidSlices(_))) => {
             eprintln!("weir: {}: {e}", args.case.display());

@@ -474,6 +474,20 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             .load_async(bytes)
             .await
             .with_context(|| format!("--shadow-guest {}", path.display()))?;
+        // Its configuration is checked once here, as the active guest's is by the gate.
+        let shadow_config = config
+            .shadow_config
+            .as_deref()
+            .unwrap_or(&config.policy_config);
+        shadow
+            .validate_config(shadow_config)
+            .await
+            .with_context(|| {
+                format!(
+                    "--shadow-guest {}: the policy refuses its configuration",
+                    path.display()
+                )
+            })?;
         tracing::info!(
             digest = shadow.digest(),
             "shadow guest loaded; it writes nothing"

@@ -85,13 +85,19 @@ pub fn keys_for_pod(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use k8s_openapi::api::core::v1 as core;
     use serde_json::json;
     use std::sync::Arc;
 
-    fn pod(rv: &str, labels: serde_json::Value, ready: bool, hostname: &str) -> CachedPod {
+    /// A pod `ns/p` with one IP.
+    pub(crate) fn pod(
+        rv: &str,
+        labels: serde_json::Value,
+        ready: bool,
+        hostname: &str,
+    ) -> CachedPod {
         let p: core::Pod = serde_json::from_value(json!({
             "metadata": {"name": "p", "namespace": "ns", "labels": labels, "resourceVersion": rv},
             "spec": {"hostname": hostname, "containers": []},
@@ -101,7 +107,8 @@ mod tests {
         CachedPod::from_pod(&p)
     }
 
-    fn service(name: &str, selector: Option<serde_json::Value>) -> Arc<wit::Service> {
+    /// A Service `ns/NAME` with this selector (`None`: no selector).
+    pub(crate) fn service(name: &str, selector: Option<serde_json::Value>) -> Arc<wit::Service> {
         let mut spec = json!({});
         if let Some(s) = selector {
             spec["selector"] = s;
@@ -167,5 +174,84 @@ mod tests {
         // Hostname alone changes no membership: nothing (spec §2.6 consequence).
         let d = pod("4", json!({"app": "web"}), true, "h");
         assert!(keys_for_pod(&services(), Some(&a), Some(&d)).is_empty());
+    }
+
+    fn ab_services() -> Vec<Arc<wit::Service>> {
+        vec![
+            service("a", Some(json!({"app": "a"}))),
+            service("b", Some(json!({"app": "b"}))),
+        ]
+    }
+
+    #[test]
+    fn s92_a_resync_with_the_same_resource_version_enqueues_nothing() {
+        let p = pod("7", json!({"app": "a"}), true, "");
+        let mut flipped = pod("7", json!({"app": "b"}), false, "h");
+        flipped.resource_version = "7".into();
+        assert!(keys_for_pod(&ab_services(), Some(&p), Some(&p)).is_empty());
+        // Even with different content: the same resourceVersion is a resync (R1.13c).
+        assert!(keys_for_pod(&ab_services(), Some(&p), Some(&flipped)).is_empty());
+    }
+
+    #[test]
+    fn s93_a_pod_moving_from_app_a_to_app_b_enqueues_both_services() {
+        let old = pod("1", json!({"app": "a"}), true, "");
+        let new = pod("2", json!({"app": "b"}), true, "");
+        assert_eq!(
+            keys_for_pod(&ab_services(), Some(&old), Some(&new)),
+            ["ns/a", "ns/b"]
+        );
+    }
+
+    #[test]
+    fn s94_an_unrelated_label_enqueues_nothing_unless_readiness_flips_too() {
+        let old = pod("1", json!({"app": "a"}), true, "");
+        let labelled = pod("2", json!({"app": "a", "x": "y"}), true, "");
+        assert!(
+            keys_for_pod(&ab_services(), Some(&old), Some(&labelled)).is_empty(),
+            "empty symmetric difference"
+        );
+        let labelled_unready = pod("3", json!({"app": "a", "x": "y"}), false, "");
+        assert_eq!(
+            keys_for_pod(&ab_services(), Some(&old), Some(&labelled_unready)),
+            ["ns/a"],
+            "union"
+        );
+    }
+
+    #[test]
+    fn s95_a_readiness_flip_enqueues_selecting_services_empty_selector_yes_nil_no() {
+        let services = vec![
+            service("a", Some(json!({"app": "a"}))),
+            service("b", Some(json!({"app": "b"}))),
+            service("everything", Some(json!({}))),
+            service("nil", None),
+        ];
+        let ready = pod("1", json!({"app": "a"}), true, "");
+        let unready = pod("2", json!({"app": "a"}), false, "");
+        let mut keys = keys_for_pod(&services, Some(&ready), Some(&unready));
+        keys.sort();
+        assert_eq!(keys, ["ns/a", "ns/everything"]);
+        let mut keys = keys_for_pod(&services, Some(&unready), Some(&ready));
+        keys.sort();
+        assert_eq!(keys, ["ns/a", "ns/everything"]);
+    }
+
+    #[test]
+    fn s96_a_phase_change_of_a_pod_already_not_ready_enqueues_nothing() {
+        let phase = |rv: &str, phase: &str| {
+            let p: core::Pod = serde_json::from_value(json!({
+                "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "a"}, "resourceVersion": rv},
+                "spec": {"containers": []},
+                "status": {"phase": phase, "podIPs": [{"ip": "10.0.0.1"}],
+                           "conditions": [{"type": "Ready", "status": "False"}]}
+            }))
+            .unwrap();
+            CachedPod::from_pod(&p)
+        };
+        let (running, failed) = (phase("1", "Running"), phase("2", "Failed"));
+        assert_ne!(running.view.phase, failed.view.phase);
+        assert_eq!(pod_change(&running, &failed), None);
+        assert!(keys_for_pod(&ab_services(), Some(&running), Some(&failed)).is_empty());
     }
 }

@@ -539,13 +539,26 @@ fn services_handler(h: Handle) -> impl FnMut(Change<core::Service>) {
     }
 }
 
+/// The Services a pod event concerns, each with its delay: the batch period, so that bursts
+/// coalesce (spec §2.6, §3.5; R1.14, R1.18).
+fn pod_enqueues(
+    services: &[Arc<crate::runtime::bindings::Service>],
+    batch: Duration,
+    old: Option<&CachedPod>,
+    new: Option<&CachedPod>,
+) -> Vec<(String, Duration)> {
+    events::keys_for_pod(services, old, new)
+        .into_iter()
+        .map(|k| (k, batch))
+        .collect()
+}
+
 fn pods_handler(h: Handle, batch: Duration) -> impl FnMut(Change<core::Pod>) {
     let mut seen: Option<HashSet<(String, String)>> = None;
     move |change| {
         let enqueue = |ns: &str, old: Option<&CachedPod>, new: Option<&CachedPod>| {
-            let services = h.cache.services_in(ns);
-            for k in events::keys_for_pod(&services, old, new) {
-                h.enqueue_after(k, batch);
+            for (k, delay) in pod_enqueues(&h.cache.services_in(ns), batch, old, new) {
+                h.enqueue_after(k, delay);
             }
         };
         let apply = |pod: &core::Pod| {
@@ -632,12 +645,25 @@ fn slice_delay(batch: Duration) -> Duration {
     batch.max(Duration::from_secs(1))
 }
 
+/// The Services a slice event concerns, each after [`slice_delay`] (R1.15).
+fn slice_enqueues(
+    tracker: &slice_tracker::SliceTracker,
+    batch: Duration,
+    old: Option<&EndpointSlice>,
+    new: Option<&EndpointSlice>,
+) -> Vec<(String, Duration)> {
+    slices::keys_for_slice(tracker, old, new)
+        .into_iter()
+        .map(|k| (k, slice_delay(batch)))
+        .collect()
+}
+
 fn slices_handler(h: Handle, batch: Duration) -> impl FnMut(Change<EndpointSlice>) {
     let mut seen: Option<HashSet<String>> = None;
     move |change| {
         let enqueue = |old: Option<&EndpointSlice>, new: Option<&EndpointSlice>| {
-            for k in slices::keys_for_slice(&h.syncer.slice_tracker, old, new) {
-                h.enqueue_after(k, slice_delay(batch));
+            for (k, delay) in slice_enqueues(&h.syncer.slice_tracker, batch, old, new) {
+                h.enqueue_after(k, delay);
             }
         };
         let apply = |slice: EndpointSlice| {
@@ -679,17 +705,29 @@ fn slices_handler(h: Handle, batch: Duration) -> impl FnMut(Change<EndpointSlice
     }
 }
 
+/// The Services a Node change re-syncs at once. Only topology-aware hints depend on Nodes
+/// beyond each endpoint's zone, which upstream refreshes at the Service's next sync (R1.16,
+/// S97). Upstream re-syncs only the Services whose hints became overloaded; weir keeps no
+/// hint state in the host, so it re-syncs every Service asking for `auto` hints and the guest
+/// writes only where the hints no longer hold (deviation D10).
+fn node_enqueues(
+    cache: &Cache,
+    old: Option<&slices::NodeView>,
+    new: Option<&slices::NodeView>,
+) -> Vec<String> {
+    if slices::NodeView::topology_changed(old, new) {
+        cache.topology_hint_service_keys()
+    } else {
+        Vec::new()
+    }
+}
+
 fn nodes_handler(h: Handle) -> impl FnMut(Change<core::Node>) {
     let mut seen: Option<HashSet<String>> = None;
     move |change| {
         let changed = |old: Option<&slices::NodeView>, new: Option<&slices::NodeView>| {
-            // Only topology-aware hints depend on Nodes beyond each endpoint's zone, which
-            // upstream refreshes at the Service's next sync (R1.16, S97). Upstream re-syncs
-            // only the Services whose hints became overloaded; weir has no host-side hint
-            // state, so it re-syncs every Service asking for hints and the guest writes only
-            // where the hints no longer hold.
-            if slices::NodeView::topology_changed(old, new) && h.is_synced() {
-                for k in h.cache.topology_hint_service_keys() {
+            if h.is_synced() {
+                for k in node_enqueues(&h.cache, old, new) {
                     h.enqueue(k);
                 }
             }
@@ -727,3 +765,6 @@ fn nodes_handler(h: Handle) -> impl FnMut(Change<core::Node>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -796,6 +796,70 @@ mod tests {
         );
     }
 
+    /// The slice plan a sync of `ns/s` would write, without writing it.
+    async fn slice_plan(s: &Syncer) -> SlicePlan {
+        let Prepared::Call { request, .. } = s.prepare("ns/s").unwrap() else {
+            panic!("a selecting Service calls the guest");
+        };
+        let stored = s.cache.slices.for_service("ns/s");
+        let request = s.request_v0_2(*request, &stored, true);
+        let decision = s.guest.current().call_v0_2(&request).await.unwrap();
+        assert!(decision.errors.is_empty(), "{:?}", decision.errors);
+        s.plan_slices("ns", "s", "u1", &stored, &decision.slices)
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn s97_a_zone_added_to_a_node_appears_at_the_services_next_sync() {
+        let s = syncer();
+        s.cache.apply_service(&ipv4_service());
+        let pod: core::Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p1", "namespace": "ns", "uid": "uid-1", "labels": {"app": "web"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.1"}],
+                       "conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+        .unwrap();
+        s.cache
+            .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
+        let node = |zone: Option<&str>| crate::controller::slices::NodeView {
+            zone: zone.map(str::to_string),
+            ready: true,
+            cpu_millis: 1000,
+            control_plane: false,
+        };
+        s.cache.nodes.apply("node-1", node(None));
+        // The first sync creates the slice, without a zone; store it as the API server would.
+        let mut plan = slice_plan(&s).await;
+        assert_eq!((plan.create.len(), plan.update.len()), (1, 0));
+        let mut created = plan.create.remove(0);
+        assert_eq!(created.endpoints.as_ref().unwrap()[0].zone, None);
+        created.metadata.name = Some("s-abcde".into());
+        created.metadata.uid = Some("slice-uid".into());
+        created.metadata.generation = Some(1);
+        created.metadata.resource_version = Some("1".into());
+        s.cache.slices.apply(created);
+        assert!(slice_plan(&s).await.is_empty(), "up to date");
+        // The Node gains its zone: that alone syncs nothing (controller::tests::s97_*), and the
+        // Service's next sync updates the one slice with the zone.
+        s.cache.nodes.apply("node-1", node(Some("zone-a")));
+        let plan = slice_plan(&s).await;
+        assert_eq!(
+            (plan.create.len(), plan.update.len(), plan.delete.len()),
+            (0, 1, 0)
+        );
+        assert_eq!(plan.update[0].metadata.name.as_deref(), Some("s-abcde"));
+        assert_eq!(
+            plan.update[0].endpoints.as_ref().unwrap()[0]
+                .zone
+                .as_deref(),
+            Some("zone-a")
+        );
+        let updates = s.slice_stats.updates.get();
+        s.sync("ns/s").await.unwrap();
+        assert_eq!(s.slice_stats.updates.get(), updates + 1);
+    }
+
     #[tokio::test]
     async fn endpoints_without_a_service_are_deleted_only_after_the_service_was() {
         let s = syncer();

@@ -105,7 +105,8 @@ impl Refusal {
 }
 
 /// Checks a candidate guest: pinned digest, compile (through the cache), world, a trial
-/// instantiation, the golden cases, and a usable decision under `policy_config`, the
+/// instantiation, its own `validate-config` of `policy_config`, the golden cases, and a
+/// usable decision under `policy_config`, the
 /// configuration it would run with (on every golden case's request, or on a probe Service
 /// when there are none). Used at start and for every swap.
 pub async fn validate_candidate(
@@ -124,6 +125,12 @@ pub async fn validate_candidate(
         }
     }
     let guest = runtime.load_async(bytes).await?;
+    // The policy checks its configuration itself first (0.2.0 `validate-config`; a 0.1.0 guest
+    // has no such export and passes), under the same deadline and memory cap as a call.
+    guest
+        .validate_config(policy_config)
+        .await
+        .map_err(|e| Refusal::Config(format!("validate-config: {e}")))?;
     let mut probes = Vec::new();
     if let Some(dir) = &config.check_cases {
         let files =
@@ -149,8 +156,10 @@ pub async fn validate_candidate(
             config: Some(serde_json::Value::String(policy_config.to_string())),
             ..case
         };
-        case.run(&guest)
+        // Not `run`: the configuration was validated once above.
+        case.run_timed(&guest)
             .await
+            .0
             .map_err(|e| Refusal::Config(format!("{}: {e}", case.key)))?;
     }
     Ok(guest)

@@ -1,0 +1,209 @@
+//! The controller's event mapping together with the queue: which Service keys slice, pod and
+//! Node events queue, after which delay, and how the queue batches them (scenarios S63, S76,
+//! S93, S97 and S98 of `docs/upstream-endpointslices.md`). The queue runs on Tokio's paused
+//! clock, so the delays are exact and nothing sleeps for real.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::events::tests::{pod, service};
+use super::slice_tracker::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY, SliceTracker};
+use super::slices::NodeView;
+use super::{Cache, node_enqueues, pod_enqueues, slice_enqueues};
+use crate::queue::WorkQueue;
+
+fn slice(generation: i64, labels: serde_json::Value) -> EndpointSlice {
+    let mut all = json!({LABEL_SERVICE_NAME: "foo", LABEL_MANAGED_BY: MANAGED_BY});
+    for (k, v) in labels.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    serde_json::from_value(json!({
+        "metadata": {"name": "foo-abc", "namespace": "ns", "uid": "u-abc",
+                     "generation": generation, "labels": all},
+        "addressType": "IPv4", "endpoints": []
+    }))
+    .unwrap()
+}
+
+/// Lets the queue's delay task run at the current (paused) instant.
+async fn settle() {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Queues `enqueues` and reports how long until the key is ready: not before `delay`, at
+/// `delay`.
+async fn assert_ready_after(enqueues: Vec<(String, Duration)>, delay: Duration) {
+    let q = WorkQueue::<String>::default();
+    assert_eq!(enqueues.len(), 1, "{enqueues:?}");
+    for (k, d) in enqueues {
+        q.add_after(k, d);
+    }
+    tokio::time::sleep(delay - Duration::from_millis(1)).await;
+    settle().await;
+    assert_eq!(q.len(), 0, "not ready before {delay:?}");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    settle().await;
+    assert_eq!(q.len(), 1, "ready at {delay:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn s76_slice_events_queue_their_service_after_at_least_a_second() {
+    let t = SliceTracker::default();
+    let ours = slice(1, json!({}));
+    t.written("ns/foo", &ours);
+    assert!(
+        slice_enqueues(&t, Duration::ZERO, None, Some(&ours)).is_empty(),
+        "our own write coming back"
+    );
+    let edited = slice(2, json!({}));
+    // Someone else raised the generation: a sync after max(1 s, batch period) (R1.15e).
+    for (batch, delay) in [(Duration::ZERO, 1000), (Duration::from_millis(300), 1000)] {
+        let enqueues = slice_enqueues(&t, batch, Some(&ours), Some(&edited));
+        assert_eq!(
+            enqueues,
+            [("ns/foo".to_string(), Duration::from_millis(delay))]
+        );
+    }
+    let long = slice_enqueues(&t, Duration::from_secs(3), Some(&ours), Some(&edited));
+    assert_eq!(long, [("ns/foo".to_string(), Duration::from_secs(3))]);
+    assert_ready_after(
+        slice_enqueues(&t, Duration::ZERO, Some(&ours), Some(&edited)),
+        Duration::from_secs(1),
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn s63_a_label_a_user_adds_to_our_slice_queues_a_sync_after_a_second() {
+    let t = SliceTracker::default();
+    let ours = slice(4, json!({}));
+    t.written("ns/foo", &ours);
+    // The API server raises the generation on a label edit (R6.7), not on an annotation one.
+    let labelled = slice(5, json!({"x": "y"}));
+    let mut annotated = slice(4, json!({}));
+    annotated.metadata.annotations = Some([("x".to_string(), "y".to_string())].into());
+    assert!(slice_enqueues(&t, Duration::ZERO, Some(&ours), Some(&annotated)).is_empty());
+    assert_ready_after(
+        slice_enqueues(&t, Duration::ZERO, Some(&ours), Some(&labelled)),
+        Duration::from_secs(1),
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn s93_pod_driven_keys_wait_for_the_batch_period() {
+    let services = vec![
+        service("a", Some(json!({"app": "a"}))),
+        service("b", Some(json!({"app": "b"}))),
+    ];
+    let old = pod("1", json!({"app": "a"}), true, "");
+    let new = pod("2", json!({"app": "b"}), true, "");
+    let batch = Duration::from_millis(500);
+    assert_eq!(
+        pod_enqueues(&services, batch, Some(&old), Some(&new)),
+        [("ns/a".to_string(), batch), ("ns/b".to_string(), batch)]
+    );
+}
+
+fn cached_service(name: &str, annotations: serde_json::Value) -> core::Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns", "annotations": annotations},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn s97_a_node_zone_change_syncs_no_service_but_those_asking_for_auto_hints() {
+    let cache = Cache::default();
+    cache.apply_service(&cached_service("plain", json!({})));
+    // trafficDistribution hints need no Node facts beyond each endpoint's zone (R5.9).
+    let mut closest = cached_service("closest", json!({}));
+    closest.spec.as_mut().unwrap().traffic_distribution = Some("PreferClose".into());
+    cache.apply_service(&closest);
+    let without = NodeView {
+        zone: None,
+        ready: true,
+        cpu_millis: 1000,
+        control_plane: false,
+    };
+    let with = NodeView {
+        zone: Some("zone-a".into()),
+        ..without.clone()
+    };
+    assert!(
+        node_enqueues(&cache, Some(&without), Some(&with)).is_empty(),
+        "the zone is picked up at the next sync (R1.16)"
+    );
+    // D10: a Service asking for topology-aware hints is re-synced.
+    cache.apply_service(&cached_service(
+        "auto",
+        json!({"service.kubernetes.io/topology-mode": "Auto"}),
+    ));
+    assert_eq!(
+        node_enqueues(&cache, Some(&without), Some(&with)),
+        ["ns/auto"]
+    );
+    let more_cpu = NodeView {
+        cpu_millis: 2000,
+        ..with.clone()
+    };
+    assert!(
+        node_enqueues(&cache, Some(&with), Some(&more_cpu)).is_empty(),
+        "CPU alone is not a topology change"
+    );
+}
+
+/// Runs one worker on a fresh queue while a pod of the Service `web` is added at each of
+/// `at_ms` (ms from the start); returns how many syncs of `ns/web` ran.
+async fn syncs_for_pod_adds(batch: Duration, at_ms: &[u64]) -> usize {
+    let q = WorkQueue::<String>::default();
+    let syncs = Arc::new(AtomicUsize::new(0));
+    let worker = {
+        let (q, syncs) = (q.clone(), syncs.clone());
+        tokio::spawn(async move {
+            while let Some(k) = q.get().await {
+                assert_eq!(k, "ns/web");
+                syncs.fetch_add(1, Ordering::SeqCst);
+                q.done(&k);
+            }
+        })
+    };
+    let services = vec![service("web", Some(json!({"app": "web"})))];
+    let start = Instant::now();
+    for (i, ms) in at_ms.iter().enumerate() {
+        tokio::time::sleep_until(start + Duration::from_millis(*ms)).await;
+        let added = pod(&i.to_string(), json!({"app": "web"}), true, "");
+        for (k, delay) in pod_enqueues(&services, batch, None, Some(&added)) {
+            q.add_after(k, delay);
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    q.shut_down();
+    worker.await.unwrap();
+    syncs.load(Ordering::SeqCst)
+}
+
+#[tokio::test(start_paused = true)]
+async fn s98_pod_adds_within_the_batch_period_make_one_sync() {
+    let second = Duration::from_secs(1);
+    assert_eq!(syncs_for_pod_adds(second, &[0, 100, 200]).await, 1);
+    assert_eq!(
+        syncs_for_pod_adds(Duration::ZERO, &[0, 100, 200]).await,
+        3,
+        "period 0: one sync per add"
+    );
+    assert_eq!(
+        syncs_for_pod_adds(second, &[0, 100, 1100]).await,
+        2,
+        "adds spanning the period"
+    );
+}
