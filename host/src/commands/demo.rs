@@ -83,6 +83,11 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     println!("weir demo: Ctrl-C stops\n");
 
     let guest = args.guest.load().await?;
+    // The demo runs the policy without configuration; a policy that needs one says so now.
+    guest
+        .validate_config(&Config::default().policy_config)
+        .await
+        .context("the policy refuses to run without a configuration")?;
     let client = super::run::client(
         Some(&kubeconfig),
         &super::run::user_agent("demo"),
