@@ -988,6 +988,17 @@ fn watch_response(
     let rv_param = q.get("resourceVersion").cloned().unwrap_or_default();
     let bookmarks = is_true(q, "allowWatchBookmarks") && !table;
     let send_initial = q.get("sendInitialEvents").map(|v| v == "true" || v == "1");
+    if send_initial.is_some() && !sh.watch_list {
+        return Err(ApiError::invalid(
+            "ListOptions",
+            "meta.k8s.io",
+            "",
+            vec![(
+                "sendInitialEvents".to_string(),
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".to_string(),
+            )],
+        ));
+    }
     if send_initial.is_some() {
         let mut causes = Vec::new();
         if q.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan") {

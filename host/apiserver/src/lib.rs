@@ -133,6 +133,9 @@ pub struct Config {
     /// (kube-apiserver's `--request-timeout` default is 60 s), so a client that stalls
     /// mid-body does not hold a connection and its buffer forever.
     pub request_body_timeout: Duration,
+    /// Whether watches accept `sendInitialEvents` (watch-list). `false` answers it with 422,
+    /// as a kube-apiserver whose `WatchList` feature gate is off, to test clients' fallback.
+    pub watch_list: bool,
 }
 
 impl Default for Config {
@@ -146,6 +149,7 @@ impl Default for Config {
             namespace_deletion_delay: Duration::from_millis(500),
             max_pod_grace_period: None,
             request_body_timeout: Duration::from_secs(60),
+            watch_list: true,
         }
     }
 }
@@ -346,6 +350,7 @@ pub(crate) struct Shared {
     pub bookmark_interval: Duration,
     pub addr: SocketAddr,
     pub request_body_timeout: Duration,
+    pub watch_list: bool,
 }
 
 impl Shared {
@@ -447,6 +452,7 @@ impl ApiServer {
             bookmark_interval: config.bookmark_interval,
             addr,
             request_body_timeout: config.request_body_timeout,
+            watch_list: config.watch_list,
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let app = http::router(shared.clone());

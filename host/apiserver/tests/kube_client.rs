@@ -1445,3 +1445,157 @@ async fn kube_lease_manager_elects_and_hands_over() {
         .unwrap();
     assert!(!leader, "a sees it lost the lease");
 }
+
+/// The watch-list protocol on the wire, as kube-apiserver speaks it (KEP-3157): with
+/// `sendInitialEvents=true` a watch starts with one ADDED event per matching object, then one
+/// BOOKMARK annotated `k8s.io/initial-events-end: "true"` carrying the resourceVersion of that
+/// state, then the changes after it. The request needs `resourceVersionMatch=NotOlderThan` and
+/// `allowWatchBookmarks=true`; without them it is refused with 422 naming the field.
+#[tokio::test]
+async fn watch_list_protocol_on_the_wire() {
+    use futures::{AsyncBufReadExt, StreamExt as _};
+    let (server, client, _dir) = start(Config::default(), "watchlist").await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let pp = PostParams::default();
+    for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        pods.create(&pp, &pod(name, app)).await.unwrap();
+    }
+    let listed_rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let get = |query: &str| {
+        http::Request::get(format!("/api/v1/namespaces/default/pods?watch=1&{query}"))
+            .body(Vec::new())
+            .unwrap()
+    };
+    async fn next_line<S>(lines: &mut S) -> serde_json::Value
+    where
+        S: futures::Stream<Item = std::io::Result<String>> + Unpin,
+    {
+        let line = tokio::time::timeout(DEADLINE, lines.next())
+            .await
+            .expect("a watch event within the deadline")
+            .expect("the stream stays open")
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    let stream = client
+        .request_stream(get(
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=app%3Dweb",
+        ))
+        .await
+        .unwrap();
+    let mut lines = Box::pin(stream.lines());
+    let mut added = Vec::new();
+    let bookmark = loop {
+        let ev = next_line(&mut lines).await;
+        match ev["type"].as_str().unwrap() {
+            "ADDED" => added.push(
+                ev["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            ),
+            "BOOKMARK" => break ev,
+            other => panic!("unexpected {other} before the end of the initial events: {ev}"),
+        }
+    };
+    added.sort();
+    assert_eq!(added, ["a", "b"], "only the objects the selector matches");
+    let meta = &bookmark["object"]["metadata"];
+    assert_eq!(
+        meta["annotations"]["k8s.io/initial-events-end"], "true",
+        "{bookmark}"
+    );
+    assert_eq!(meta["resourceVersion"], listed_rv.as_str(), "{bookmark}");
+    assert_eq!(bookmark["object"]["kind"], "Pod");
+    assert_eq!(bookmark["object"]["apiVersion"], "v1");
+
+    // Then the stream goes on with the changes after that state.
+    pods.create(&pp, &pod("d", "web")).await.unwrap();
+    let ev = loop {
+        let ev = next_line(&mut lines).await;
+        if ev["type"] != "BOOKMARK" {
+            break ev;
+        }
+        assert!(
+            ev["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"].is_null(),
+            "only the first bookmark ends the initial events: {ev}"
+        );
+    };
+    assert_eq!(ev["type"], "ADDED", "{ev}");
+    assert_eq!(ev["object"]["metadata"]["name"], "d", "{ev}");
+
+    // sendInitialEvents=false from a resourceVersion: no synthetic events, only what followed.
+    let stream = client
+        .request_stream(get(&format!(
+            "sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion={listed_rv}"
+        )))
+        .await
+        .unwrap();
+    let mut lines = Box::pin(stream.lines());
+    let ev = next_line(&mut lines).await;
+    assert_eq!(ev["type"], "ADDED", "{ev}");
+    assert_eq!(ev["object"]["metadata"]["name"], "d", "{ev}");
+
+    // Refused as kube-apiserver refuses them.
+    for (query, field) in [
+        (
+            "sendInitialEvents=true&allowWatchBookmarks=true",
+            "resourceVersionMatch",
+        ),
+        (
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+            "allowWatchBookmarks",
+        ),
+    ] {
+        let e = api_err(client.request_text(get(query)).await.unwrap_err());
+        assert_eq!(e.code, 422, "{query}: {e:?}");
+        let causes = e.details.map(|d| d.causes).unwrap_or_default();
+        assert!(
+            causes.iter().any(|c| c.field == field),
+            "{query}: {causes:?}"
+        );
+    }
+    server.shutdown().await;
+
+    // A server configured without watch-list answers as kube-apiserver with the WatchList
+    // feature gate off: 422 on sendInitialEvents, while plain watches still work.
+    let (server, client, _dir) = start(
+        Config {
+            watch_list: false,
+            ..Config::default()
+        },
+        "nowatchlist",
+    )
+    .await;
+    let e = api_err(
+        client
+            .request_text(get(
+                "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+            ))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 422, "{e:?}");
+    let causes = e.details.map(|d| d.causes).unwrap_or_default();
+    assert!(
+        causes.iter().any(|c| c.field == "sendInitialEvents"),
+        "{causes:?}"
+    );
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&pp, &pod("x", "web")).await.unwrap();
+    let stream = client
+        .request_stream(get("resourceVersion=0"))
+        .await
+        .unwrap();
+    let mut lines = Box::pin(stream.lines());
+    let ev = next_line(&mut lines).await;
+    assert_eq!(ev["type"], "ADDED", "{ev}");
+    server.shutdown().await;
+}

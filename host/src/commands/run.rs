@@ -8,7 +8,7 @@ use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 use weir::client::ApiRate;
-use weir::controller::{Config, Controller, Outputs};
+use weir::controller::{Config, Controller, InitialList, Outputs};
 use weir::leader::{Election, ElectionError, WriteGate};
 use weir::runtime::ActiveGuest;
 use weir::selector::LabelSelector;
@@ -192,6 +192,23 @@ pub struct Args {
     #[arg(long, env = "WEIR_KUBE_API_BURST", default_value_t = ApiRate::KCM.burst, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_api_burst: u32,
 
+    /// How each informer gets the current state before watching. `streaming` (watch-list:
+    /// one watch with sendInitialEvents=true, objects arriving one at a time) needs
+    /// Kubernetes 1.32+ or the WatchList feature gate; a server that refuses it gets paged
+    /// lists instead. `paged`: lists of --list-page-size objects, each page decoded whole,
+    /// so peak memory grows with the page size.
+    #[arg(
+        long,
+        env = "WEIR_INITIAL_LIST",
+        value_enum,
+        default_value = "streaming"
+    )]
+    pub initial_list: InitialListArg,
+
+    /// Objects per page of a paged list (`--initial-list paged`).
+    #[arg(long, env = "WEIR_LIST_PAGE_SIZE", default_value_t = weir::controller::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..))]
+    pub list_page_size: u32,
+
     /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish.
     #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
@@ -270,6 +287,15 @@ impl LeaderElectionArgs {
     }
 }
 
+/// `--initial-list`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitialListArg {
+    /// Watch-list (sendInitialEvents), falling back to paged lists if refused.
+    Streaming,
+    /// Paginated lists.
+    Paged,
+}
+
 /// An object kind `--manage` can hand to weir.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -318,6 +344,12 @@ impl Args {
             },
             resync_period: self.resync_period,
             readyz_api_timeout: self.readyz_api_timeout,
+            initial_list: match self.initial_list {
+                InitialListArg::Streaming => InitialList::Streaming,
+                InitialListArg::Paged => InitialList::Paged {
+                    page_size: self.list_page_size,
+                },
+            },
             ..Config::default()
         })
     }

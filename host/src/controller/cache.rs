@@ -1,7 +1,8 @@
 //! The controller's slim caches: Services, Pods, Endpoints, EndpointSlices and Nodes as they
-//! were last seen, with the indexes a sync needs. Pods are kept as their WIT view only (about 1 KB each), never as
-//! decoded `Pod` objects, and are indexed by namespace and label so finding a Service's pods
-//! never scans the cluster.
+//! were last seen, with the indexes a sync needs. Pods are kept as a compact form of their WIT
+//! view (a few hundred bytes each, see [`SlimPod`]), never as decoded `Pod` objects, and are
+//! indexed by namespace and label so finding a Service's pods never scans the cluster. The
+//! Endpoints and EndpointSlices weir writes are kept packed (see [`Packed`]).
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
@@ -10,6 +11,8 @@ use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::core::v1 as core;
 
+use super::packed::Packed;
+use super::slim_pod::{SlimPod, Text};
 use crate::runtime::bindings as wit;
 use crate::selector::{LabelSelector, labels_match};
 
@@ -21,30 +24,26 @@ pub fn key(namespace: &str, name: &str) -> Key {
     format!("{namespace}/{name}")
 }
 
-/// A cached pod: its view, and the resourceVersion that tells a resync from a change.
+/// A cached pod: its compact view (see [`SlimPod`]) with the resourceVersion that tells a
+/// resync from a change. Cloning shares it.
 #[derive(Debug, Clone)]
-pub struct CachedPod {
-    /// What guests see.
-    pub view: Arc<wit::Pod>,
-    /// `metadata.resourceVersion`.
-    pub resource_version: String,
-}
+pub struct CachedPod(Arc<SlimPod>);
 
 impl CachedPod {
     /// Projects a Pod.
     pub fn from_pod(pod: &core::Pod) -> Self {
-        CachedPod {
-            view: Arc::new(crate::reconcile::view::pod(pod)),
-            resource_version: pod.metadata.resource_version.clone().unwrap_or_default(),
-        }
+        CachedPod(Arc::new(SlimPod::new(
+            crate::reconcile::view::pod(pod),
+            pod.metadata.resource_version.as_deref().unwrap_or_default(),
+        )))
     }
 
     fn label(&self, key: &str) -> Option<&str> {
-        self.view
-            .labels
+        self.0
+            .labels()
             .iter()
-            .find(|kv| kv.key == key)
-            .map(|kv| kv.value.as_str())
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
     }
 
     /// Whether a Service selector (a plain map) selects this pod.
@@ -55,20 +54,27 @@ impl CachedPod {
     }
 }
 
+impl std::ops::Deref for CachedPod {
+    type Target = SlimPod;
+    fn deref(&self) -> &SlimPod {
+        &self.0
+    }
+}
+
 #[derive(Debug, Default)]
 struct NamespacePods {
-    pods: HashMap<String, CachedPod>,
+    pods: HashMap<Text, CachedPod>,
     /// `(label key, value)` → names of the pods carrying it.
-    by_label: HashMap<(String, String), HashSet<String>>,
+    by_label: HashMap<(Text, Text), HashSet<Text>>,
 }
 
 impl NamespacePods {
     fn insert(&mut self, pod: CachedPod) -> Option<CachedPod> {
-        let name = pod.view.name.clone();
+        let name = pod.name().clone();
         let old = self.remove(&name);
-        for kv in &pod.view.labels {
+        for pair in pod.labels() {
             self.by_label
-                .entry((kv.key.clone(), kv.value.clone()))
+                .entry(pair.clone())
                 .or_default()
                 .insert(name.clone());
         }
@@ -78,12 +84,11 @@ impl NamespacePods {
 
     fn remove(&mut self, name: &str) -> Option<CachedPod> {
         let old = self.pods.remove(name)?;
-        for kv in &old.view.labels {
-            let slot = (kv.key.clone(), kv.value.clone());
-            if let Some(names) = self.by_label.get_mut(&slot) {
+        for pair in old.labels() {
+            if let Some(names) = self.by_label.get_mut(pair) {
                 names.remove(name);
                 if names.is_empty() {
-                    self.by_label.remove(&slot);
+                    self.by_label.remove(pair);
                 }
             }
         }
@@ -91,13 +96,16 @@ impl NamespacePods {
     }
 
     /// Pods matching `selector`, starting from the smallest posting list of its pairs.
-    fn select(&self, selector: &[wit::KeyValue]) -> Vec<Arc<wit::Pod>> {
+    fn select(&self, selector: &[wit::KeyValue]) -> Vec<wit::Pod> {
         if selector.is_empty() {
-            return self.pods.values().map(|p| p.view.clone()).collect();
+            return self.pods.values().map(|p| p.view()).collect();
         }
         let smallest = selector
             .iter()
-            .map(|kv| self.by_label.get(&(kv.key.clone(), kv.value.clone())))
+            .map(|kv| {
+                self.by_label
+                    .get(&(Text::from(kv.key.as_str()), Text::from(kv.value.as_str())))
+            })
             .min_by_key(|names| names.map_or(0, HashSet::len));
         let Some(Some(names)) = smallest else {
             return Vec::new();
@@ -106,7 +114,7 @@ impl NamespacePods {
             .iter()
             .filter_map(|n| self.pods.get(n))
             .filter(|p| p.selected_by(selector))
-            .map(|p| p.view.clone())
+            .map(|p| p.view())
             .collect()
     }
 }
@@ -124,6 +132,16 @@ pub struct CachedService {
     pub deleting: bool,
 }
 
+/// A cached Endpoints object, packed (see [`Packed`]), with what the informer and the
+/// start-up sweep read of every object.
+#[derive(Debug)]
+struct CachedEndpoints {
+    packed: Packed<core::Endpoints>,
+    resource_version: Option<String>,
+    /// Carries the leader-election annotation (spec §4.2).
+    leader: bool,
+}
+
 /// The three caches. Each has its own lock, so pod churn does not block Service reads.
 #[derive(Debug, Default)]
 pub struct Cache {
@@ -135,7 +153,7 @@ pub struct Cache {
     /// alone (an Endpoints event alone never deletes; docs/operations.md).
     deletable: RwLock<HashSet<Key>>,
     pods: RwLock<HashMap<String, NamespacePods>>,
-    endpoints: RwLock<HashMap<Key, Arc<core::Endpoints>>>,
+    endpoints: RwLock<HashMap<Key, CachedEndpoints>>,
     service_selector: Option<LabelSelector>,
     /// EndpointSlices of every manager, indexed by Service.
     pub slices: super::slices::SliceCache,
@@ -297,8 +315,14 @@ impl Cache {
 
     /// Stores a pod, returning the previous version.
     pub fn apply_pod(&self, pod: CachedPod) -> Option<CachedPod> {
-        let namespace = pod.view.namespace.clone();
-        write(&self.pods).entry(namespace).or_default().insert(pod)
+        let mut pods = write(&self.pods);
+        match pods.get_mut(pod.namespace()) {
+            Some(ns) => ns.insert(pod),
+            None => pods
+                .entry(pod.namespace().to_string())
+                .or_default()
+                .insert(pod),
+        }
     }
 
     /// Removes a pod, returning what was cached.
@@ -312,8 +336,8 @@ impl Cache {
         old
     }
 
-    /// The pods of `namespace` that a Service selector selects.
-    pub fn select_pods(&self, namespace: &str, selector: &[wit::KeyValue]) -> Vec<Arc<wit::Pod>> {
+    /// The guest's views of the pods of `namespace` that a Service selector selects.
+    pub fn select_pods(&self, namespace: &str, selector: &[wit::KeyValue]) -> Vec<wit::Pod> {
         read(&self.pods)
             .get(namespace)
             .map(|ns| ns.select(selector))
@@ -324,7 +348,7 @@ impl Cache {
     pub fn pod_keys(&self) -> Vec<(String, String)> {
         read(&self.pods)
             .iter()
-            .flat_map(|(ns, p)| p.pods.keys().map(move |n| (ns.clone(), n.clone())))
+            .flat_map(|(ns, p)| p.pods.keys().map(move |n| (ns.clone(), n.to_string())))
             .collect()
     }
 
@@ -334,24 +358,42 @@ impl Cache {
     }
 
     /// Stores Endpoints (without managedFields, which nothing here reads), returning the
-    /// previous version.
-    pub fn apply_endpoints(&self, mut ep: core::Endpoints) -> Option<Arc<core::Endpoints>> {
+    /// previous version's resourceVersion (`Some(None)` when it had none).
+    pub fn apply_endpoints(&self, mut ep: core::Endpoints) -> Option<Option<String>> {
         ep.metadata.managed_fields = None;
         let k = key(
             ep.metadata.namespace.as_deref().unwrap_or(""),
             ep.metadata.name.as_deref().unwrap_or(""),
         );
-        write(&self.endpoints).insert(k, Arc::new(ep))
+        let leader = ep
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(weir_policy::well_known::LEADER_ANNOTATION));
+        let mut endpoints = write(&self.endpoints);
+        let old = match Packed::pack(&ep) {
+            Some(packed) => endpoints.insert(
+                k,
+                CachedEndpoints {
+                    packed,
+                    resource_version: ep.metadata.resource_version,
+                    leader,
+                },
+            ),
+            None => endpoints.remove(&k),
+        };
+        old.map(|o| o.resource_version)
     }
 
-    /// Forgets deleted Endpoints.
-    pub fn delete_endpoints(&self, key: &str) -> Option<Arc<core::Endpoints>> {
-        write(&self.endpoints).remove(key)
+    /// Forgets deleted Endpoints; whether any were cached.
+    pub fn delete_endpoints(&self, key: &str) -> bool {
+        write(&self.endpoints).remove(key).is_some()
     }
 
     /// The cached Endpoints of a key.
     pub fn endpoints(&self, key: &str) -> Option<Arc<core::Endpoints>> {
-        read(&self.endpoints).get(key).cloned()
+        let endpoints = read(&self.endpoints);
+        endpoints.get(key)?.packed.unpack().map(Arc::new)
     }
 
     /// Keys of every cached Endpoints object, with whether it carries the leader-election
@@ -359,13 +401,7 @@ impl Cache {
     pub fn endpoints_keys(&self) -> Vec<(Key, bool)> {
         read(&self.endpoints)
             .iter()
-            .map(|(k, ep)| {
-                let leader =
-                    ep.metadata.annotations.as_ref().is_some_and(|a| {
-                        a.contains_key(weir_policy::well_known::LEADER_ANNOTATION)
-                    });
-                (k.clone(), leader)
-            })
+            .map(|(k, ep)| (k.clone(), ep.leader))
             .collect()
     }
 }
@@ -406,7 +442,7 @@ mod tests {
         cache.apply_pod(pod("a", json!({"app": "web", "tier": "1"})));
         cache.apply_pod(pod("b", json!({"app": "web"})));
         cache.apply_pod(pod("c", json!({"app": "db"})));
-        let names = |v: Vec<Arc<wit::Pod>>| {
+        let names = |v: Vec<wit::Pod>| {
             let mut n: Vec<_> = v.iter().map(|p| p.name.clone()).collect();
             n.sort();
             n
@@ -422,7 +458,7 @@ mod tests {
         assert_eq!(names(cache.select_pods("ns", &sel(&[]))), ["a", "b", "c"]);
         assert!(cache.select_pods("other", &sel(&[])).is_empty());
         let old = cache.apply_pod(pod("a", json!({"app": "db"}))).unwrap();
-        assert_eq!(old.view.labels.len(), 2);
+        assert_eq!(old.labels().len(), 2);
         assert_eq!(
             names(cache.select_pods("ns", &sel(&[("app", "web")]))),
             ["b"]

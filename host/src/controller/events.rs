@@ -3,13 +3,6 @@
 use crate::controller::cache::{CachedPod, Key, key};
 use crate::runtime::bindings as wit;
 
-fn is_ready(pod: &wit::Pod) -> bool {
-    pod.conditions
-        .iter()
-        .find(|c| c.condition_type == "Ready")
-        .is_some_and(|c| c.status == "True")
-}
-
 /// What changed between two versions of a pod, as far as Endpoints care (spec §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PodChange {
@@ -22,15 +15,14 @@ pub struct PodChange {
 /// Compares two versions of a pod. `None` when nothing that matters changed, including an
 /// informer resync (same resourceVersion).
 pub fn pod_change(old: &CachedPod, new: &CachedPod) -> Option<PodChange> {
-    if old.resource_version == new.resource_version && !old.resource_version.is_empty() {
+    if old.resource_version() == new.resource_version() && !old.resource_version().is_empty() {
         return None;
     }
-    let (o, n) = (&old.view, &new.view);
     // Upstream compares deletion timestamps as pointers, so any update of a terminating pod
     // counts as a change.
-    let terminating = o.terminating || n.terminating;
-    let endpoints = terminating || is_ready(o) != is_ready(n) || o.pod_ips != n.pod_ips;
-    let membership = o.labels != n.labels || o.hostname != n.hostname || o.subdomain != n.subdomain;
+    let terminating = old.terminating() || new.terminating();
+    let endpoints = terminating || old.ready() != new.ready() || old.pod_ips() != new.pod_ips();
+    let membership = old.labels() != new.labels() || old.dns_names() != new.dns_names();
     (endpoints || membership).then_some(PodChange {
         endpoints,
         membership,
@@ -186,8 +178,8 @@ pub(crate) mod tests {
     #[test]
     fn s92_a_resync_with_the_same_resource_version_enqueues_nothing() {
         let p = pod("7", json!({"app": "a"}), true, "");
-        let mut flipped = pod("7", json!({"app": "b"}), false, "h");
-        flipped.resource_version = "7".into();
+        let flipped = pod("7", json!({"app": "b"}), false, "h");
+        assert_eq!(flipped.resource_version(), p.resource_version());
         assert!(keys_for_pod(&ab_services(), Some(&p), Some(&p)).is_empty());
         // Even with different content: the same resourceVersion is a resync (R1.13c).
         assert!(keys_for_pod(&ab_services(), Some(&p), Some(&flipped)).is_empty());
@@ -250,7 +242,7 @@ pub(crate) mod tests {
             CachedPod::from_pod(&p)
         };
         let (running, failed) = (phase("1", "Running"), phase("2", "Failed"));
-        assert_ne!(running.view.phase, failed.view.phase);
+        assert_ne!(running.view().phase, failed.view().phase);
         assert_eq!(pod_change(&running, &failed), None);
         assert!(keys_for_pod(&ab_services(), Some(&running), Some(&failed)).is_empty());
     }

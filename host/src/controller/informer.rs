@@ -67,6 +67,45 @@ impl ApiHealth {
     }
 }
 
+/// How an informer gets the current state before it watches (`weir run --initial-list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InitialList {
+    /// One watch with `sendInitialEvents=true` (watch-list, KEP-3157): the objects arrive one
+    /// event at a time and are projected into the slim caches as they come, so no page of
+    /// decoded objects is ever held. The default. An API server that refuses it (a
+    /// kube-apiserver before 1.32, or with the `WatchList` feature gate off, answers 422)
+    /// gets paged lists instead.
+    #[default]
+    Streaming,
+    /// Paginated lists of `page_size` objects, each page decoded whole, then a watch.
+    Paged {
+        /// Objects per list page (`limit`).
+        page_size: u32,
+    },
+}
+
+impl InitialList {
+    fn config(self) -> watcher::Config {
+        match self {
+            InitialList::Streaming => watcher::Config::default().streaming_lists(),
+            InitialList::Paged { page_size } => watcher::Config::default().page_size(page_size),
+        }
+    }
+}
+
+/// Page size of the paged lists weir falls back to when an API server refuses watch-list.
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
+/// Whether a failed start of a watch-list means the server does not serve watch-list: it
+/// refused the request as invalid (422, or 400 from servers that reject unknown options).
+fn watch_list_refused(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+            if status.code == 422 || status.code == 400
+    )
+}
+
 /// What every informer shares: the connection's health, how often to check the server's
 /// resourceVersion, and what to do when the server turns out to have lost its state.
 #[derive(Clone)]
@@ -77,6 +116,8 @@ pub struct Watch {
     pub check_every: Duration,
     /// Called when a server reset is detected (resourceVersions remembered elsewhere are void).
     pub on_reset: Arc<dyn Fn() + Send + Sync>,
+    /// How the state is first listed.
+    pub initial_list: InitialList,
 }
 
 fn resource_version<K: Resource>(o: &K) -> Option<u64> {
@@ -119,14 +160,15 @@ pub(super) async fn informer<K, F>(
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     F: FnMut(Change<K>),
 {
-    let start = || {
-        watcher::watcher(api.clone(), watcher::Config::default())
+    let mut initial_list = watch.initial_list;
+    let start = |initial_list: InitialList| {
+        watcher::watcher(api.clone(), initial_list.config())
             .default_backoff()
             .boxed()
     };
     let health = watch.health.clone();
     let mut relist = health.relist.subscribe();
-    let mut stream = start();
+    let mut stream = start(initial_list);
     let mut check = tokio::time::interval(watch.check_every);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reported = false;
@@ -158,7 +200,7 @@ pub(super) async fn informer<K, F>(
                 if changed.is_err() {
                     return;
                 }
-                stream = start();
+                stream = start(initial_list);
                 last = 0;
                 continue;
             }
@@ -167,12 +209,22 @@ pub(super) async fn informer<K, F>(
         let event = match next {
             Ok(Some(event)) => event,
             Ok(None) => return,
+            // Once per informer: later watches are plain ones, which the server accepts.
+            Err(e) if initial_list == InitialList::Streaming && watch_list_refused(&e) => {
+                tracing::warn!(kind, error = %e, "the API server refused a watch-list (sendInitialEvents); using paged lists");
+                initial_list = InitialList::Paged {
+                    page_size: DEFAULT_PAGE_SIZE,
+                };
+                stream = start(initial_list);
+                last = 0;
+                continue;
+            }
             Err(e) if needs_relist(&e) => {
                 tracing::warn!(kind, error = %e, "the API server does not know our resourceVersion; listing afresh");
                 // A server that keeps refusing must not make weir list in a tight loop.
                 tokio::time::sleep(Duration::from_millis(100 << forced.min(8))).await;
                 forced += 1;
-                stream = start();
+                stream = start(initial_list);
                 last = 0;
                 continue;
             }

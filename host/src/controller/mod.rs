@@ -9,9 +9,11 @@
 pub mod cache;
 pub mod events;
 pub mod informer;
+pub mod packed;
 pub mod slice_sync;
 pub mod slice_tracker;
 pub mod slices;
+pub mod slim_pod;
 pub mod sync;
 pub mod writer;
 
@@ -33,6 +35,7 @@ use crate::runtime::health::CallHealth;
 use crate::selector::LabelSelector;
 use cache::{Cache, CachedPod, key};
 use informer::{ApiHealth, Watch, informer};
+pub use informer::{DEFAULT_PAGE_SIZE, InitialList};
 use sync::{Outcome, StaleTracker, SyncError, Syncer};
 use writer::{EventRecorder, Writer};
 
@@ -72,6 +75,8 @@ pub struct Config {
     /// Leader election: every write passes it, and workers start once it opens. The default
     /// is always open (no election).
     pub gate: WriteGate,
+    /// How informers list the current state: watch-list, or pages of a bounded size.
+    pub initial_list: InitialList,
 }
 
 /// Which objects weir writes for each Service (`--manage`), from one guest decision.
@@ -114,6 +119,7 @@ impl Default for Config {
             readyz_api_timeout: Duration::from_secs(60),
             metrics: Arc::default(),
             gate: WriteGate::sole(),
+            initial_list: InitialList::default(),
         }
     }
 }
@@ -295,6 +301,7 @@ impl Controller {
                 .clamp(Duration::from_millis(100), Duration::from_secs(10)),
             // The new server's resourceVersions mean nothing against the old ones.
             on_reset: Arc::new(move || syncer.stale.clear()),
+            initial_list: self.config.initial_list,
         };
         informers.spawn(informer(
             self.api::<core::Service>(),
@@ -557,13 +564,20 @@ fn pods_handler(h: Handle, batch: Duration) -> impl FnMut(Change<core::Pod>) {
     let mut seen: Option<HashSet<(String, String)>> = None;
     move |change| {
         let enqueue = |ns: &str, old: Option<&CachedPod>, new: Option<&CachedPod>| {
+            // Until the caches are synced no worker runs, and every managed Service is queued
+            // once its informer sees it; matching each pod of the first list against every
+            // Service of its namespace would only repeat that (10k Services, 150k pods: 150M
+            // selector checks).
+            if !h.is_synced() {
+                return;
+            }
             for (k, delay) in pod_enqueues(&h.cache.services_in(ns), batch, old, new) {
                 h.enqueue_after(k, delay);
             }
         };
         let apply = |pod: &core::Pod| {
             let new = CachedPod::from_pod(pod);
-            let ns = new.view.namespace.clone();
+            let ns = new.namespace().to_string();
             let old = h.cache.apply_pod(new.clone());
             enqueue(&ns, old.as_ref(), Some(&new));
         };
@@ -606,7 +620,7 @@ fn endpoints_handler(h: Handle) -> impl FnMut(Change<core::Endpoints>) {
             let old = h.cache.apply_endpoints(ep);
             // D3: an Endpoints changed by anyone is re-synced, so hand edits are restored at
             // once. Before the first sync the leftover sweep covers every object instead.
-            if h.is_synced() && old.is_none_or(|o| o.metadata.resource_version != rv) {
+            if h.is_synced() && old.is_none_or(|old_rv| old_rv != rv) {
                 h.enqueue(k.clone());
             }
             k

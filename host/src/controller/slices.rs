@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::cache::Key;
+use super::packed::Packed;
 use super::slice_tracker::{
     LABEL_MANAGED_BY, LABEL_SERVICE_NAME, SliceTracker, is_managed, label, service_key,
 };
@@ -29,14 +30,22 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 
 /// Cached EndpointSlices of every manager, by `namespace/name`, indexed by the Service their
 /// `kubernetes.io/service-name` label names. managedFields are dropped; nothing reads them.
+/// Slices are kept packed (see [`Packed`]) and decoded when read.
 #[derive(Debug, Default)]
 pub struct SliceCache {
     inner: RwLock<SliceIndex>,
 }
 
+#[derive(Debug)]
+struct CachedSlice {
+    packed: Packed<EndpointSlice>,
+    /// The Service key it is indexed under.
+    service: Option<Key>,
+}
+
 #[derive(Debug, Default)]
 struct SliceIndex {
-    slices: HashMap<Key, Arc<EndpointSlice>>,
+    slices: HashMap<Key, CachedSlice>,
     by_service: HashMap<Key, HashSet<Key>>,
 }
 
@@ -48,15 +57,18 @@ fn object_key(slice: &EndpointSlice) -> Key {
 }
 
 impl SliceIndex {
-    fn unindex(&mut self, k: &Key, slice: &EndpointSlice) {
-        if let Some(service) = service_key(slice)
-            && let Some(names) = self.by_service.get_mut(&service)
+    /// Removes `k` from the index and returns what was cached.
+    fn remove(&mut self, k: &Key) -> Option<Arc<EndpointSlice>> {
+        let old = self.slices.remove(k)?;
+        if let Some(service) = &old.service
+            && let Some(names) = self.by_service.get_mut(service)
         {
             names.remove(k);
             if names.is_empty() {
-                self.by_service.remove(&service);
+                self.by_service.remove(service);
             }
         }
+        old.packed.unpack().map(Arc::new)
     }
 }
 
@@ -67,23 +79,24 @@ impl SliceCache {
         let k = object_key(&slice);
         let service = service_key(&slice);
         let mut index = write(&self.inner);
-        let old = index.slices.insert(k.clone(), Arc::new(slice));
-        if let Some(old) = &old {
-            index.unindex(&k, old);
+        let old = index.remove(&k);
+        let Some(packed) = Packed::pack(&slice) else {
+            return old;
+        };
+        if let Some(service) = &service {
+            index
+                .by_service
+                .entry(service.clone())
+                .or_default()
+                .insert(k.clone());
         }
-        if let Some(service) = service {
-            index.by_service.entry(service).or_default().insert(k);
-        }
+        index.slices.insert(k, CachedSlice { packed, service });
         old
     }
 
     /// Forgets a deleted slice, returning what was cached.
     pub fn delete(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
-        let k = super::cache::key(namespace, name);
-        let mut index = write(&self.inner);
-        let old = index.slices.remove(&k)?;
-        index.unindex(&k, &old);
-        Some(old)
+        write(&self.inner).remove(&super::cache::key(namespace, name))
     }
 
     /// Every cached slice labelled for the Service `key`, whoever manages it.
@@ -94,7 +107,7 @@ impl SliceCache {
             .get(key)
             .into_iter()
             .flatten()
-            .filter_map(|k| index.slices.get(k).cloned())
+            .filter_map(|k| index.slices.get(k)?.packed.unpack().map(Arc::new))
             .collect();
         // A stable order, so the same cache gives the guest the same request.
         slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

@@ -210,12 +210,7 @@ impl Syncer {
             .filter(|s| gets_endpoints(s))
             .and_then(|s| s.selector.as_ref());
         let pods: Vec<wit::Pod> = match selector {
-            Some(selector) => self
-                .cache
-                .select_pods(namespace, selector)
-                .iter()
-                .map(|p| (**p).clone())
-                .collect(),
+            Some(selector) => self.cache.select_pods(namespace, selector),
             None => Vec::new(),
         };
         // Spec §5.3–5.6: ExternalName and selectorless Services return before the tracker

@@ -297,6 +297,62 @@ async fn converges_through_api_faults_dropped_watches_and_410() {
     run.stop().await;
 }
 
+/// The initial state arrives by watch-list by default; a server that refuses watch-list (a
+/// kube-apiserver with the WatchList feature gate off answers 422) gets paged lists, and so
+/// does `InitialList::Paged` with pages smaller than the cluster. Either way the caches fill,
+/// Endpoints converge, and the watch after the list delivers changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_state_by_watch_list_by_pages_and_by_fallback() {
+    use weir::controller::InitialList;
+    let world = || {
+        let mut objects = vec![namespace("app")];
+        objects.push(service("app", "web", json!({"app": "web"}), http_port()));
+        for j in 0..5 {
+            objects.push(pod(
+                "app",
+                &format!("p-{j}"),
+                json!({"app": "web"}),
+                &format!("10.3.0.{j}"),
+                j != 4,
+            ));
+        }
+        objects
+    };
+    let ips = |n: usize| (0..n).map(|j| format!("10.3.0.{j}")).collect::<Vec<_>>();
+    for (watch_list, initial_list) in [
+        (true, InitialList::Streaming),
+        (false, InitialList::Streaming),
+        (true, InitialList::Paged { page_size: 2 }),
+    ] {
+        let c = Cluster::start_with(weir_apiserver::Config {
+            seed: world(),
+            watch_list,
+            ..Default::default()
+        })
+        .await;
+        let run = c.run(
+            default_guest().await,
+            Config {
+                initial_list,
+                ..Config::default()
+            },
+        );
+        let all = ips(5);
+        let ready: Vec<&str> = all[..4].iter().map(String::as_str).collect();
+        c.wait_ips("app", "web", &ready, &[all[4].as_str()]).await;
+        assert_eq!(
+            run.handle.cache.pod_count(),
+            5,
+            "{initial_list:?}, watch-list served: {watch_list}"
+        );
+        c.apply(pod("app", "p-4", json!({"app": "web"}), "10.3.0.4", true))
+            .await;
+        let ready: Vec<&str> = all.iter().map(String::as_str).collect();
+        c.wait_ips("app", "web", &ready, &[]).await;
+        run.stop().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_seed_converges_to_what_weir_reconcile_computes() {
     let seed = weir_apiserver::parse_seed(include_str!("../../../deploy/demo/seed.yaml")).unwrap();
