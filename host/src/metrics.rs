@@ -288,6 +288,14 @@ impl Metrics {
             "1 when the active guest renders EndpointSlices (weir:endpoints@0.2.0), else 0",
             m.guest_renders_slices.clone(),
         );
+        // Every refusal reason and shadow result exists from the start at 0, so `increase()`
+        // sees the first one and dashboards find the series.
+        for reason in crate::swap::Refusal::REASONS {
+            let _ = m.guest_swap_refusals.get_or_create(&ReasonLabel { reason });
+        }
+        for result in ["same", "different", "failed"] {
+            let _ = m.shadow.get_or_create(&ResultLabel { result });
+        }
         m
     }
 

@@ -232,6 +232,49 @@ fn a_bad_service_selector_is_refused_naming_the_flag_and_the_problem() {
 }
 
 #[test]
+fn the_operations_guide_names_only_flags_weir_has() {
+    let guide = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/operations.md"),
+    )
+    .unwrap();
+    let help: String = [
+        &["--help"][..],
+        &["run", "--help"],
+        &["test", "--help"],
+        &["guest", "--help"],
+        &["demo", "--help"],
+    ]
+    .iter()
+    .map(|args| String::from_utf8_lossy(&weir(args).stdout).into_owned())
+    .collect();
+    // Flags of the other tools the guide shows (kube-controller-manager, kubectl, cargo).
+    let foreign = ["--controllers", "--from-file", "--replicas", "--test"];
+    let mut checked = 0;
+    for (i, _) in guide.match_indices("--") {
+        let flag: String = guide[i + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+            .collect();
+        // `---` of a table, or a flag.
+        if !flag.starts_with(|c: char| c.is_ascii_lowercase())
+            || foreign.contains(&format!("--{flag}").as_str())
+        {
+            continue;
+        }
+        let named = help.contains(&format!("--{flag} "))
+            || help.contains(&format!("--{flag},"))
+            || help.contains(&format!("--{flag}]"))
+            || help.contains(&format!("--{flag}\n"));
+        assert!(
+            named,
+            "docs/operations.md names --{flag}, which no weir command has"
+        );
+        checked += 1;
+    }
+    assert!(checked > 30, "{checked} flags checked");
+}
+
+#[test]
 fn kube_api_rate_flags_refuse_unusable_values_naming_the_flag() {
     for (flag, value) in [
         ("--kube-api-qps", "0"),

@@ -149,7 +149,8 @@ pub struct Args {
     pub rollback_min_calls: u64,
 
     /// A second guest run on every sync beside the active one. It writes nothing; decisions
-    /// that differ are counted (weir_shadow_differences) and logged at debug level with a diff.
+    /// that differ are counted (weir_shadow_comparisons_total{result="different"}) and logged at
+    /// debug level with a diff.
     #[arg(long, env = "WEIR_SHADOW_GUEST", value_name = "PATH")]
     pub shadow_guest: Option<PathBuf>,
 
