@@ -1,26 +1,29 @@
 //! The default policy natively and as a wasm guest, side by side, on the same requests.
 //!
-//! `cargo bench -p weir --bench guest` measures, at 0, 100 and 1,000 pods:
+//! `cargo bench -p weir --bench guest` measures, at 0, 100 and 1,000 pods, both outputs
+//! managed (Endpoints and EndpointSlices, the controller's default):
 //!
 //! - `native/N`: the native twin, `weir_policy::reconcile(&DefaultPolicy, ..)` linked into
-//!   this binary, on a request built with `weir_policy::testing`;
+//!   this binary, on a 0.2.0 request built with `weir_policy::testing`;
 //! - `wasm/N`: the embedded default guest as the controller runs it: a fresh instance
 //!   (instantiate), `reconcile` (call: lowering the request, the policy, lifting the decision)
-//!   and the host's contract check (validate), on the same request converted to the host's
-//!   WIT types.
+//!   and the host's checks of both outputs with their conversion to the objects to write
+//!   (validate), on the same request converted to the host's 0.2.0 WIT types.
 //!
 //! Criterion reports its estimates per benchmark; at the end a Markdown table gives the
 //! median of every phase over all timed calls and the wasm/native ratio. Before timing, the
 //! two decisions are checked to be equal, so both sides do the same work.
 //!
 //! The request is the one `tests/bench/gen.py` describes: a Service with two ports (one named
-//! target port), pods on 10 nodes, every tenth not ready, no Endpoints yet (a create).
+//! target port), pods on 10 nodes, every tenth not ready, no Endpoints or slices yet (creates).
 //!
 //! For repeatable instruction counts (the machine is shared, wall-clock times are noisy), set
 //! `WEIR_BENCH_CALLS=N` and name one benchmark: the binary then makes exactly N calls of it
 //! and exits, for example
 //! `valgrind --tool=callgrind --toggle-collect='guest::timed_calls*' BENCH_BINARY native/100`
-//! with `WEIR_BENCH_CALLS=100`; instructions per call are the collected total over N.
+//! with `WEIR_BENCH_CALLS=100`; instructions per call are the collected total over N. For a
+//! sampling profile that names the guest's functions too, add `WEIR_BENCH_PERFMAP=1` and run
+//! the binary under `perf record`.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -28,8 +31,11 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use tokio::runtime::Runtime as Tokio;
-use weir::reconcile::validate::validate;
+use weir::reconcile::validate::{Action, validate};
+use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
 use weir::runtime::bindings as wit;
+use weir::runtime::bindings_v0_2 as v2;
+use weir::runtime::convert;
 use weir::runtime::{Guest, Limits, Runtime};
 use weir_policy::testing;
 use weir_policy::types as native;
@@ -226,28 +232,41 @@ fn to_wit_request(r: &native::Request) -> wit::Request {
     }
 }
 
-/// The Endpoints part of a native (0.2.0) decision, in the 0.1.0 form the bench's guest path
-/// validates: the bench compares the Endpoints rendering only.
-fn to_wit_decision(d: &native::Decision) -> wit::Decision {
-    match &d.endpoints {
-        native::EndpointsDecision::None => wit::Decision::None,
-        native::EndpointsDecision::Delete => wit::Decision::Delete,
-        native::EndpointsDecision::Create(e) => wit::Decision::Create(to_wit_endpoints(e)),
-        native::EndpointsDecision::Update(e) => wit::Decision::Update(to_wit_endpoints(e)),
+/// The native request as the host's 0.2.0 request: the 0.1.0 copy above, converted as the
+/// host converts, plus the fields only 0.2.0 has.
+fn to_v2_request(r: &native::Request) -> v2::Request {
+    assert!(
+        r.endpoint_slices.is_empty() && r.zone_capacities.is_none(),
+        "the bench's requests carry no stored slices and no zone capacities"
+    );
+    let mut request = convert::request_from_v0_1(&to_wit_request(r));
+    request.manage = v2::Outputs {
+        endpoints: r.manage.endpoints,
+        endpoint_slices: r.manage.endpoint_slices,
+    };
+    request.max_endpoints_per_slice = r.max_endpoints_per_slice;
+    if let (Some(view), Some(service)) = (request.service.as_mut(), r.service.as_ref()) {
+        view.traffic_distribution = service.traffic_distribution.clone();
+        view.deleting = service.deleting;
     }
+    for (view, pod) in request.pods.iter_mut().zip(&r.pods) {
+        view.node_exists = pod.node_exists;
+        view.zone = pod.zone.clone();
+    }
+    request
 }
 
 /// One request in both forms.
 struct Case {
     pods: usize,
     native: native::Request,
-    wasm: wit::Request,
+    wasm: v2::Request,
 }
 
 impl Case {
     fn new(pods: usize) -> Case {
         let native = native_request(pods);
-        let wasm = to_wit_request(&native);
+        let wasm = to_v2_request(&native);
         Case { pods, native, wasm }
     }
 }
@@ -265,22 +284,38 @@ fn native_call(case: &Case) -> native::Decision {
     reconcile(&DefaultPolicy::default(), black_box(&case.native)).expect("native reconcile")
 }
 
-/// One wasm call as the controller makes it: fresh instance, reconcile, validation.
+/// One wasm call as the controller makes it: fresh instance, reconcile, validation of both
+/// outputs (the contract checks and the conversion to the objects to write).
 fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Duration) {
-    let (result, timing) = rt.block_on(guest.call_timed(black_box(&case.wasm)));
+    let (result, timing) = rt.block_on(guest.call_v0_2_timed(black_box(&case.wasm)));
     let decision = result.expect("guest call");
     let started = Instant::now();
+    black_box(check(guest, case, decision));
+    let validated = started.elapsed();
+    (timing.instantiate, timing.call, validated)
+}
+
+/// The host's checks of a decision, as the controller's sync makes them for a Service with
+/// no stored Endpoints or slices.
+fn check(guest: &Guest, case: &Case, decision: v2::Decision) -> (Action, SlicePlan) {
+    let request = &case.wasm;
     let action = validate(
-        &case.wasm.namespace,
-        &case.wasm.name,
-        &decision,
+        &request.namespace,
+        &request.name,
+        &convert::endpoints_decision_to_v0_1(decision.endpoints),
         None,
         guest.limits().max_addresses,
     )
-    .expect("valid decision");
-    let validated = started.elapsed();
-    black_box(action);
-    (timing.instantiate, timing.call, validated)
+    .expect("valid Endpoints decision");
+    let ctx = SliceContext {
+        namespace: &request.namespace,
+        name: &request.name,
+        service_uid: request.service.as_ref().map(|s| s.uid.as_str()),
+        stored: &[],
+        max_endpoints_per_slice: request.max_endpoints_per_slice as usize,
+    };
+    let plan = plan(&ctx, &decision.slices).expect("valid slice decision");
+    (action, plan)
 }
 
 /// Makes `calls` calls of one benchmark; the callgrind mode counts instructions in here.
@@ -302,7 +337,9 @@ fn median(samples: &mut [Duration]) -> Duration {
 
 fn show(d: Duration) -> String {
     let micros = d.as_secs_f64() * 1e6;
-    if micros < 10.0 {
+    if micros < 1.0 {
+        format!("{:.0} ns", micros * 1000.0)
+    } else if micros < 10.0 {
         format!("{micros:.2} µs")
     } else if micros < 10_000.0 {
         format!("{micros:.1} µs")
@@ -318,8 +355,21 @@ fn main() {
         deadline: Duration::from_secs(10),
         ..Limits::default()
     };
-    let runtime = Runtime::new(limits).expect("engine");
-    let guest = runtime.default_guest().expect("default guest");
+    // `WEIR_BENCH_PERFMAP=1` names the guest's compiled functions for `perf report` (wasmtime
+    // writes /tmp/perf-PID.map); the engine is otherwise `Runtime::new`'s.
+    let mut config = wasmtime::Config::new();
+    if std::env::var_os("WEIR_BENCH_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+    let runtime = Runtime::with_config(limits, config).expect("engine");
+    // `WEIR_BENCH_GUEST=path.wasm` measures another build of the default policy (say, with
+    // another allocator) against the same native twin.
+    let guest = match std::env::var_os("WEIR_BENCH_GUEST") {
+        Some(path) => runtime
+            .load(&std::fs::read(&path).expect("reading WEIR_BENCH_GUEST"))
+            .expect("loading WEIR_BENCH_GUEST"),
+        None => runtime.default_guest().expect("default guest"),
+    };
     // Guest calls are async (the deadline is a tokio timeout); one thread drives them.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -329,13 +379,20 @@ fn main() {
 
     // Faster must not mean different: both sides decide the same, on every size.
     for case in &cases {
-        let want = to_wit_decision(&native_call(case));
-        let got = rt.block_on(guest.call(&case.wasm)).expect("guest call");
-        assert!(
-            want == got,
+        // The two sides' types are generated separately from the same WIT (wit-bindgen in the
+        // SDK, wasmtime's bindgen in the host); their Debug forms print the same fields the
+        // same way, so equal text is an equal decision.
+        let want = format!("{:?}", native_call(case));
+        let got = rt
+            .block_on(guest.call_v0_2(&case.wasm))
+            .expect("guest call");
+        assert_eq!(
+            want,
+            format!("{got:?}"),
             "native and wasm decisions differ at {} pods",
             case.pods
         );
+        check(&guest, case, got);
     }
 
     let filters: Vec<String> = std::env::args()
@@ -402,21 +459,27 @@ fn main() {
         "\n## Default policy per call: native twin and wasm guest (medians of every timed call)\n"
     );
     println!(
-        "| pods | native | wasm instantiate | wasm call | wasm validate | wasm total | wasm/native |"
+        "| pods | native | wasm instantiate | wasm call | wasm validate | validate per address | wasm total | wasm/native |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for (pods, mut native, mut phases) in rows {
         if native.is_empty() || phases.total.is_empty() {
             continue; // filtered out
         }
         let native = median(&mut native);
         let total = median(&mut phases.total);
+        let validated = median(&mut phases.validate);
+        // Each pod's address is checked once per output.
+        let per_address = match pods {
+            0 => "-".to_string(),
+            n => show(validated / (2 * n as u32)),
+        };
         println!(
-            "| {pods} | {} | {} | {} | {} | {} | {:.1}× |",
+            "| {pods} | {} | {} | {} | {} | {per_address} | {} | {:.1}× |",
             show(native),
             show(median(&mut phases.instantiate)),
             show(median(&mut phases.call)),
-            show(median(&mut phases.validate)),
+            show(validated),
             show(total),
             total.as_secs_f64() / native.as_secs_f64()
         );

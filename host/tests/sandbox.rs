@@ -73,6 +73,33 @@ fn allocating_guest_is_stopped_at_the_memory_cap() {
     }
 }
 
+/// Every call gets a fresh instance: a static the guest increments and the heap it leaks into
+/// are new each time, on one thread and on several at once.
+#[test]
+fn no_state_survives_from_one_call_to_the_next() {
+    let runtime = runtime(Duration::from_secs(5), 64 << 20);
+    let guest = load(&runtime, "remember");
+    let report = |guest: &Guest| match guest.call_blocking(&request("ns", "web", 2, &[])) {
+        Err(CallError::Guest(message)) => message,
+        other => panic!("the remember guest always fails on purpose: {other:?}"),
+    };
+    let first = report(&guest);
+    assert!(first.contains("calls=1 heap=0x"), "{first}");
+    for call in 0..3 {
+        assert_eq!(report(&guest), first, "sequential call {call}");
+    }
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| (0..3).map(|_| report(&guest)).collect::<Vec<_>>()))
+            .collect();
+        for thread in threads {
+            for message in thread.join().expect("thread") {
+                assert_eq!(message, first, "concurrent call");
+            }
+        }
+    });
+}
+
 #[test]
 fn panicking_guest_traps_with_its_panic_message() {
     let runtime = runtime(Duration::from_secs(5), 64 << 20);

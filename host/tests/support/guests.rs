@@ -19,6 +19,7 @@ pub const TEST_GUESTS: &[&str] = &[
     "loop-forever",
     "poll-timer",
     "probe",
+    "remember",
     "sleep",
     "trap",
     "trap-on-label",
