@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 /// weir: a Kubernetes Endpoints controller whose reconcile logic is a WebAssembly component.
 ///
 /// The default guest reproduces kube-controller-manager's endpoint controller; `--guest`
-/// loads another component that implements the `weir:endpoints@0.1.0` world.
+/// loads another component that implements the `weir:endpoints@0.2.0` world (or `@0.1.0`).
 #[derive(Parser, Debug)]
 #[command(name = "weir", version, propagate_version = true)]
 struct Cli {
