@@ -855,6 +855,60 @@ mod tests {
         assert_eq!(s.slice_stats.updates.get(), updates + 1);
     }
 
+    /// S91 (R4.27): the first sync stamps the slice with the Service's creation time; a later
+    /// write with no newer pod Ready transition carries no trigger-time annotation at all.
+    #[tokio::test]
+    async fn s91_a_later_write_without_a_newer_ready_transition_drops_the_trigger_time() {
+        const TRIGGER: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+        let s = syncer();
+        s.cache.apply_service(&ipv4_service());
+        let pod: core::Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p1", "namespace": "ns", "uid": "uid-1", "labels": {"app": "web"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.1"}],
+                       "conditions": [{"type": "Ready", "status": "True",
+                                       "lastTransitionTime": "2023-12-31T00:00:00Z"}]}
+        }))
+        .unwrap();
+        s.cache
+            .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
+        let node = crate::controller::slices::NodeView {
+            zone: None,
+            ready: true,
+            cpu_millis: 1000,
+            control_plane: false,
+        };
+        s.cache.nodes.apply("node-1", node);
+        let mut plan = slice_plan(&s).await;
+        assert_eq!((plan.create.len(), plan.update.len()), (1, 0));
+        let mut created = plan.create.remove(0);
+        let annotation = |slice: &EndpointSlice| {
+            slice
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(TRIGGER))
+                .cloned()
+        };
+        assert_eq!(
+            annotation(&created).as_deref(),
+            Some("2024-01-01T00:00:00Z"),
+            "first sync: the Service's creation time"
+        );
+        created.metadata.name = Some("s-abcde".into());
+        created.metadata.uid = Some("slice-uid".into());
+        created.metadata.generation = Some(1);
+        created.metadata.resource_version = Some("1".into());
+        s.cache.slices.apply(created);
+        // The Service gains a label: its slice is rewritten (R4.26), with no pod change.
+        let mut labelled = ipv4_service();
+        labelled.metadata.labels = Some([("team".to_string(), "a".to_string())].into());
+        s.cache.apply_service(&labelled);
+        let plan = slice_plan(&s).await;
+        assert_eq!((plan.create.len(), plan.update.len()), (0, 1));
+        assert_eq!(annotation(&plan.update[0]), None, "no newer transition");
+    }
+
     #[tokio::test]
     async fn endpoints_without_a_service_are_deleted_only_after_the_service_was() {
         let s = syncer();
