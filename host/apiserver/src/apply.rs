@@ -227,6 +227,11 @@ pub(crate) fn require_manager(field_manager: Option<&str>) -> Result<String, Api
     }
 }
 
+/// Makes `manager`'s Apply entry own exactly `applied` (what an apply patch sets).
+fn record_apply(entries: &mut Vec<Entry>, manager: &str, t: &ApplyTarget<'_>, applied: FieldSet) {
+    entry_mut(entries, manager, "Apply", &t.api_version, t.subresource).fields = applied;
+}
+
 /// Where an apply goes.
 pub(crate) struct ApplyTarget<'a> {
     pub resource: &'a str,
@@ -285,14 +290,7 @@ pub(crate) fn apply(
         m.remove("resourceVersion");
         m.remove("managedFields");
         let mut entries = Vec::new();
-        entry_mut(
-            &mut entries,
-            manager,
-            "Apply",
-            &t.api_version,
-            t.subresource,
-        )
-        .fields = applied;
+        record_apply(&mut entries, manager, t, applied);
         write_entries(&mut v, &entries);
         return Ok(v);
     };
@@ -346,14 +344,7 @@ pub(crate) fn apply(
             e.fields.retain(|p| !applied.contains(p));
         }
     }
-    entry_mut(
-        &mut entries,
-        manager,
-        "Apply",
-        &t.api_version,
-        t.subresource,
-    )
-    .fields = applied;
+    record_apply(&mut entries, manager, t, applied);
     write_entries(&mut new, &entries);
     Ok(new)
 }

@@ -317,6 +317,9 @@ impl Syncer {
             Vec::new()
         };
         let request = self.request_v0_2(request, &stored_slices, slices_on);
+        // The decision was made for this view of the Service; its slice writes follow it
+        // (no creates for a Service being deleted, R4.22a).
+        let deleting = request.service.as_ref().is_some_and(|s| s.deleting);
         let digest = guest.digest().to_string();
         let max_addresses = guest.limits().max_addresses;
         // Awaited on the worker: the call is a future bounded by its deadline whatever the
@@ -405,10 +408,6 @@ impl Syncer {
         let outcome = self
             .execute(key, namespace, name, &service_uid, action)
             .await?;
-        let deleting = self
-            .cache
-            .service(namespace, name)
-            .is_some_and(|s| s.deleting);
         let slice_writes = self
             .write_slices(key, namespace, name, &service_uid, plan, deleting)
             .await?;

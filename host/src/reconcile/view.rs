@@ -13,8 +13,11 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::runtime::bindings as wit;
 
 fn pairs(map: &Option<BTreeMap<String, String>>) -> Vec<wit::KeyValue> {
+    map.as_ref().map(entries).unwrap_or_default()
+}
+
+fn entries(map: &BTreeMap<String, String>) -> Vec<wit::KeyValue> {
     map.iter()
-        .flatten()
         .map(|(key, value)| wit::KeyValue {
             key: key.clone(),
             value: value.clone(),
@@ -49,7 +52,8 @@ fn target_port(port: &core::ServicePort) -> wit::TargetPort {
 /// The Service view. `namespace` stands in for an object whose metadata lacks one.
 pub fn service(svc: &core::Service, namespace: &str) -> wit::Service {
     let meta = &svc.metadata;
-    let spec = svc.spec.clone().unwrap_or_default();
+    let default_spec = core::ServiceSpec::default();
+    let spec = svc.spec.as_ref().unwrap_or(&default_spec);
     wit::Service {
         namespace: meta
             .namespace
@@ -60,7 +64,7 @@ pub fn service(svc: &core::Service, namespace: &str) -> wit::Service {
         labels: pairs(&meta.labels),
         annotations: pairs(&meta.annotations),
         creation_timestamp: meta.creation_timestamp.as_ref().map(time),
-        selector: spec.selector.as_ref().map(|s| pairs(&Some(s.clone()))),
+        selector: spec.selector.as_ref().map(entries),
         service_type: spec.type_.clone().unwrap_or_else(|| "ClusterIP".into()),
         cluster_ip: spec.cluster_ip.clone().unwrap_or_default(),
         cluster_ips: spec.cluster_ips.clone().unwrap_or_default(),

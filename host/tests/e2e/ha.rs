@@ -120,6 +120,23 @@ fn web(name: &str) -> serde_json::Value {
     )
 }
 
+/// `n` Services `svc-I` in `app`, each selecting one ready pod `p-I` at 10.1.0.I.
+fn services_with_a_ready_pod(n: usize) -> Vec<serde_json::Value> {
+    let mut objects = Vec::new();
+    for i in 0..n {
+        let name = format!("svc-{i}");
+        objects.push(web(&name));
+        objects.push(pod(
+            "app",
+            &format!("p-{i}"),
+            selected(&name),
+            &format!("10.1.0.{i}"),
+            true,
+        ));
+    }
+    objects
+}
+
 fn kubeconfig(c: &Cluster, dir: &tempfile::TempDir) -> std::path::PathBuf {
     let path = dir.path().join("kubeconfig");
     c.server.write_kubeconfig(&path).unwrap();
@@ -131,17 +148,7 @@ fn kubeconfig(c: &Cluster, dir: &tempfile::TempDir) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_writer_and_a_sigkilled_leader_is_replaced() {
     let mut objects = vec![namespace("weir-system"), namespace("app")];
-    for i in 0..3 {
-        let name = format!("svc-{i}");
-        objects.push(web(&name));
-        objects.push(pod(
-            "app",
-            &format!("p-{i}"),
-            selected(&name),
-            &format!("10.1.0.{i}"),
-            true,
-        ));
-    }
+    objects.extend(services_with_a_ready_pod(3));
     let c = Cluster::start(objects).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = kubeconfig(&c, &dir);
@@ -379,17 +386,7 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
 async fn a_lease_won_while_the_caches_sync_still_syncs_every_service() {
     use weir::leader::WriteGate;
     let mut objects = vec![namespace("app")];
-    for i in 0..20 {
-        let name = format!("svc-{i}");
-        objects.push(web(&name));
-        objects.push(pod(
-            "app",
-            &format!("p-{i}"),
-            selected(&name),
-            &format!("10.1.0.{i}"),
-            true,
-        ));
-    }
+    objects.extend(services_with_a_ready_pod(20));
     let c = Cluster::start(objects).await;
     // Every client (the controller's has no User-Agent) is cut off from Nodes.
     c.server.faults().partition("", "nodes");
