@@ -1,19 +1,21 @@
 //! Latency under churn: pods change readiness at a steady rate while `weir run` (batch period
-//! 0, the default outputs) keeps Endpoints right; for every change, the time from the pod's
-//! status write at weir-apiserver to the first Endpoints write that reflects it.
+//! 0, the default outputs) keeps Endpoints and EndpointSlices right; for every change, the time
+//! from the pod's status write at weir-apiserver to the first Endpoints write, and to the first
+//! EndpointSlice write, that reflects it.
 //!
 //! `cargo bench -p weir --bench churn` runs 50 changes/s for 60 s over 1,000 Services of 10
 //! pods; add `-- RATE SECONDS [SERVICES PODS_PER_SERVICE]` to change them (e.g. `-- 50 10` for
 //! a short run).
 //!
 //! Both ends are timed at weir-apiserver's watch streams, read in this process: the pod
-//! MODIFIED event of each status write, and the Endpoints events. A change is matched to the
-//! first Endpoints write of its Service with a higher resourceVersion (weir-apiserver has one
-//! counter for every resource) that lists the pod's IP as ready or not ready as the change
-//! says; both events travel the same watch path, so its delay cancels out. Changes go round
-//! robin over the Services and their pods, so one pod changes again only after every other
-//! pod did, and every change must be seen on its own. At the end every Endpoints object must
-//! match the readiness the bench wrote: no change may be lost.
+//! MODIFIED event of each status write, and the Endpoints and EndpointSlice events. A change is
+//! matched to the first write of each output of its Service with a higher resourceVersion
+//! (weir-apiserver has one counter for every resource) that lists the pod's IP as ready or not
+//! ready as the change says; the events travel the same watch path, so its delay cancels out.
+//! Changes go round robin over the Services and their pods, so one pod changes again only after
+//! every other pod did, and every change must be seen on its own. At the end every Endpoints
+//! object and every Service's slices must match the readiness the bench wrote: no change may
+//! be lost.
 
 mod common;
 
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Endpoints, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
 use kube::{Client, Resource};
 use serde_json::json;
@@ -55,8 +58,9 @@ struct PodWrite {
     ready: bool,
 }
 
-/// An Endpoints write, as the Endpoints watch saw it.
-struct EndpointsWrite {
+/// An Endpoints or EndpointSlice write, as its watch saw it: the IPs it lists as ready and
+/// as not ready.
+struct OutputWrite {
     rv: u64,
     at: Instant,
     ready: HashSet<String>,
@@ -87,6 +91,85 @@ fn endpoints_ips(ep: &Endpoints) -> (HashSet<String>, HashSet<String>) {
         not_ready.extend(s.not_ready_addresses.iter().flatten().map(|a| a.ip.clone()));
     }
     (ready, not_ready)
+}
+
+/// The Service key of a slice (its service-name label) and the IPs it lists as ready and as
+/// not ready.
+fn slice_ips(slice: &EndpointSlice) -> (String, HashSet<String>, HashSet<String>) {
+    let service = slice
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("kubernetes.io/service-name"))
+        .cloned()
+        .unwrap_or_default();
+    let key = format!(
+        "{}/{service}",
+        slice.metadata.namespace.as_deref().unwrap_or("")
+    );
+    let (mut ready, mut not_ready) = (HashSet::new(), HashSet::new());
+    for e in slice.endpoints.iter().flatten() {
+        let is_ready = e.conditions.as_ref().and_then(|c| c.ready) == Some(true);
+        let set = if is_ready { &mut ready } else { &mut not_ready };
+        set.extend(e.addresses.iter().cloned());
+    }
+    (key, ready, not_ready)
+}
+
+/// Writes of one output, per Service key.
+type Writes = Arc<Mutex<HashMap<String, Vec<OutputWrite>>>>;
+
+/// Latencies of the changes that a write of one output reflects, and the changes none did.
+fn match_changes(
+    pod_writes: &[PodWrite],
+    writes: &HashMap<String, Vec<OutputWrite>>,
+) -> (Vec<Duration>, Vec<String>) {
+    let mut latencies = Vec::new();
+    let mut lost = Vec::new();
+    for w in pod_writes {
+        let s: usize = w
+            .name
+            .strip_prefix("svc-")
+            .and_then(|n| n.split('-').next())
+            .and_then(|n| n.parse().ok())
+            .expect("a bench pod");
+        let p: usize = w.name.rsplit('-').next().unwrap().parse().unwrap();
+        let ip = common::pod_ip(s, p);
+        let key = format!("{}/svc-{s}", w.namespace);
+        let seen = writes.get(&key).and_then(|ws| {
+            ws.iter().find(|e| {
+                e.rv > w.rv
+                    && if w.ready {
+                        e.ready.contains(&ip)
+                    } else {
+                        e.not_ready.contains(&ip)
+                    }
+            })
+        });
+        match seen {
+            Some(e) => latencies.push(e.at.saturating_duration_since(w.at)),
+            None => lost.push(format!("{}/{} ready={}", w.namespace, w.name, w.ready)),
+        }
+    }
+    latencies.sort();
+    (latencies, lost)
+}
+
+/// `p50 …, p99 …, max …` of sorted latencies.
+fn percentiles(latencies: &[Duration]) -> String {
+    let pct = |q: f64| -> Duration {
+        latencies
+            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or_default()
+    };
+    format!(
+        "p50 {:.1?}, p99 {:.1?}, max {:.1?} ({} changes timed)",
+        pct(0.50),
+        pct(0.99),
+        latencies.last().copied().unwrap_or_default(),
+        latencies.len()
+    )
 }
 
 /// Follows a watch from `from`, resuming from the last event when the server ends it, and
@@ -160,7 +243,21 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
         .resource_version
         .unwrap();
     let pod_writes = Arc::new(Mutex::new(Vec::<PodWrite>::new()));
-    let ep_writes = Arc::new(Mutex::new(HashMap::<String, Vec<EndpointsWrite>>::new()));
+    let ep_writes: Writes = Arc::default();
+    let slice_writes: Writes = Arc::default();
+    let record = |writes: &Writes, key: String, rv, at, (ready, not_ready)| {
+        writes
+            .lock()
+            .unwrap()
+            .entry(key)
+            .or_default()
+            .push(OutputWrite {
+                rv,
+                at,
+                ready,
+                not_ready,
+            });
+    };
     let recorders = [
         tokio::spawn(follow(pods.clone(), from.clone(), {
             let w = pod_writes.clone();
@@ -174,25 +271,26 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
                 })
             }
         })),
-        tokio::spawn(follow(Api::<Endpoints>::all(client.clone()), from, {
-            let w = ep_writes.clone();
-            move |ep: Endpoints, at| {
-                let (ready, not_ready) = endpoints_ips(&ep);
-                let key = format!(
-                    "{}/{}",
-                    ep.metadata.namespace.as_deref().unwrap_or(""),
-                    ep.metadata.name.as_deref().unwrap_or("")
-                );
-                w.lock()
-                    .unwrap()
-                    .entry(key)
-                    .or_default()
-                    .push(EndpointsWrite {
-                        rv: rv(&ep),
-                        at,
-                        ready,
-                        not_ready,
-                    });
+        tokio::spawn(follow(
+            Api::<Endpoints>::all(client.clone()),
+            from.clone(),
+            {
+                let w = ep_writes.clone();
+                move |ep: Endpoints, at| {
+                    let key = format!(
+                        "{}/{}",
+                        ep.metadata.namespace.as_deref().unwrap_or(""),
+                        ep.metadata.name.as_deref().unwrap_or("")
+                    );
+                    record(&w, key, rv(&ep), at, endpoints_ips(&ep));
+                }
+            },
+        )),
+        tokio::spawn(follow(Api::<EndpointSlice>::all(client.clone()), from, {
+            let w = slice_writes.clone();
+            move |slice: EndpointSlice, at| {
+                let (key, ready, not_ready) = slice_ips(&slice);
+                record(&w, key, rv(&slice), at, (ready, not_ready));
             }
         })),
     ];
@@ -236,8 +334,9 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
         }
         (r, n)
     };
+    let slices: Api<EndpointSlice> = Api::all(client.clone());
     let settle = Instant::now();
-    let mismatched = loop {
+    let (mismatched, slices_mismatched) = loop {
         let mismatched: Vec<usize> = (0..services)
             .filter(|&s| {
                 let stored = server
@@ -247,8 +346,23 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
                 stored != Some(want(s))
             })
             .collect();
-        if mismatched.is_empty() || settle.elapsed() > Duration::from_secs(60) {
-            break mismatched;
+        // Every Service's slices together, as one set of ready and one of not-ready IPs.
+        let mut by_service: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
+        for slice in slices.list(&ListParams::default()).await.unwrap() {
+            let (key, ready, not_ready) = slice_ips(&slice);
+            let entry = by_service.entry(key).or_default();
+            entry.0.extend(ready);
+            entry.1.extend(not_ready);
+        }
+        let slices_mismatched: Vec<usize> = (0..services)
+            .filter(|&s| {
+                by_service.get(&format!("{}/svc-{s}", common::namespace(s))) != Some(&want(s))
+            })
+            .collect();
+        if (mismatched.is_empty() && slices_mismatched.is_empty())
+            || settle.elapsed() > Duration::from_secs(60)
+        {
+            break (mismatched, slices_mismatched);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
@@ -259,56 +373,31 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
     }
 
     let pod_writes = std::mem::take(&mut *pod_writes.lock().unwrap());
-    let ep_writes = std::mem::take(&mut *ep_writes.lock().unwrap());
-    let mut latencies = Vec::new();
-    let mut lost = Vec::new();
-    for w in pod_writes.iter() {
-        let s: usize = w
-            .name
-            .strip_prefix("svc-")
-            .and_then(|n| n.split('-').next())
-            .and_then(|n| n.parse().ok())
-            .expect("a bench pod");
-        let p: usize = w.name.rsplit('-').next().unwrap().parse().unwrap();
-        let ip = common::pod_ip(s, p);
-        let key = format!("{}/svc-{s}", w.namespace);
-        let seen = ep_writes.get(&key).and_then(|eps| {
-            eps.iter().find(|e| {
-                e.rv > w.rv
-                    && if w.ready {
-                        e.ready.contains(&ip)
-                    } else {
-                        e.not_ready.contains(&ip)
-                    }
-            })
-        });
-        match seen {
-            Some(e) => latencies.push(e.at.saturating_duration_since(w.at)),
-            None => lost.push(format!("{}/{} ready={}", w.namespace, w.name, w.ready)),
-        }
-    }
-    latencies.sort();
-    let pct = |q: f64| -> Duration {
-        latencies
-            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
-            .copied()
-            .unwrap_or_default()
-    };
+    let (latencies, lost) = match_changes(&pod_writes, &ep_writes.lock().unwrap());
+    let (slice_latencies, slices_lost) = match_changes(&pod_writes, &slice_writes.lock().unwrap());
     println!(
         "{changes} readiness changes at {rate}/s over {driven:.1?} (batch period 0, both outputs)"
     );
     println!(
-        "pod status write → Endpoints write: p50 {:.1?}, p99 {:.1?}, max {:.1?} ({} changes timed)",
-        pct(0.50),
-        pct(0.99),
-        latencies.last().copied().unwrap_or_default(),
-        latencies.len()
+        "pod status write → Endpoints write: {}",
+        percentiles(&latencies)
     );
     println!(
-        "pod writes seen {}, changes without a matching Endpoints write {}, Services whose final Endpoints differ {}",
+        "pod status write → EndpointSlice write: {}",
+        percentiles(&slice_latencies)
+    );
+    println!(
+        "pod writes seen {}; changes without a matching write: Endpoints {}, EndpointSlices {}; Services whose final state differs: Endpoints {}, EndpointSlices {}",
         pod_writes.len(),
         lost.len(),
-        mismatched.len()
+        slices_lost.len(),
+        mismatched.len(),
+        slices_mismatched.len()
+    );
+    let stale = weir.metric("weir_endpointslice_stale_syncs_total");
+    println!(
+        "EndpointSlice syncs refused as stale (weir_endpointslice_stale_syncs_total): {}",
+        stale.map_or("unknown".to_string(), |v| v.to_string())
     );
     println!(
         "peak RSS of weir run: {:.1} MiB",
@@ -323,7 +412,16 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
         &lost[..lost.len().min(10)]
     );
     assert!(
+        slices_lost.is_empty(),
+        "slice changes lost: {:?}",
+        &slices_lost[..slices_lost.len().min(10)]
+    );
+    assert!(
         mismatched.is_empty(),
         "final Endpoints differ for Services {mismatched:?}"
+    );
+    assert!(
+        slices_mismatched.is_empty(),
+        "final EndpointSlices differ for Services {slices_mismatched:?}"
     );
 }

@@ -67,6 +67,8 @@ pub fn seed(services: usize, per_service: usize) -> Vec<Value> {
 /// passed on, so `WEIR_*` variables (e.g. `WEIR_INITIAL_LIST=paged`) reach it.
 pub struct Weir {
     pub child: Child,
+    /// Where its admin endpoint (`/metrics`) listens.
+    pub admin: std::net::SocketAddr,
     _dir: tempfile::TempDir,
 }
 
@@ -75,9 +77,13 @@ impl Weir {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig: PathBuf = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).unwrap();
+        // A port that was free a moment ago, so the bench knows where to read metrics.
+        let admin = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(["run", "--kubeconfig", kubeconfig.to_str().unwrap()])
-            .args(["--admin-addr", "127.0.0.1:0"])
+            .args(["--admin-addr", &admin.to_string()])
             // weir's own pace, not its client limit (KCM's 20/s would make a 1,000-Service
             // run take ~100 s and cap churn below its 50 changes/s).
             .args(["--kube-api-qps", "1000000", "--kube-api-burst", "1000000"])
@@ -86,7 +92,24 @@ impl Weir {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        Weir { child, _dir: dir }
+        Weir {
+            child,
+            admin,
+            _dir: dir,
+        }
+    }
+
+    /// The value of an unlabelled metric from its `/metrics`, if it answers and has it.
+    #[allow(dead_code)] // not every bench reads metrics
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        use std::io::{Read, Write};
+        let mut conn = std::net::TcpStream::connect(self.admin).ok()?;
+        conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: weir\r\n\r\n")
+            .ok()?;
+        let mut body = String::new();
+        conn.read_to_string(&mut body).ok()?;
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
     }
 
     /// Peak resident memory of the process so far (`VmHWM`), in KiB.

@@ -618,9 +618,13 @@ fn endpoints_handler(h: Handle) -> impl FnMut(Change<core::Endpoints>) {
             let k = key(&ns, &name);
             let rv = ep.metadata.resource_version.clone();
             let old = h.cache.apply_endpoints(ep);
-            // D3: an Endpoints changed by anyone is re-synced, so hand edits are restored at
-            // once. Before the first sync the leftover sweep covers every object instead.
-            if h.is_synced() && old.is_none_or(|old_rv| old_rv != rv) {
+            // D3: an Endpoints changed by anyone but weir is re-synced, so hand edits are
+            // restored at once. weir's own write coming back is not: that sync would find
+            // nothing to do, and it would race the watch of the slices written in the same
+            // sync and fail as stale. Before the first sync the leftover sweep covers every
+            // object instead.
+            let own = h.syncer.stale.is_own_write(&k, rv.as_deref());
+            if h.is_synced() && !own && old.is_none_or(|old_rv| old_rv != rv) {
                 h.enqueue(k.clone());
             }
             k
@@ -678,6 +682,9 @@ fn slices_handler(h: Handle, batch: Duration) -> impl FnMut(Change<EndpointSlice
         let enqueue = |old: Option<&EndpointSlice>, new: Option<&EndpointSlice>| {
             for (k, delay) in slice_enqueues(&h.syncer.slice_tracker, batch, old, new) {
                 h.enqueue_after(k, delay);
+            }
+            for k in h.syncer.slices_caught_up(old, new) {
+                h.enqueue(k);
             }
         };
         let apply = |slice: EndpointSlice| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use super::slice_tracker::is_managed;
+use super::slice_tracker::{is_managed, service_key};
 use super::sync::{SyncError, Syncer};
 use super::writer::{SliceWrite, is_namespace_terminating};
 use crate::metrics::Metrics;
@@ -80,9 +80,32 @@ impl Syncer {
     ) -> Result<(), SyncError> {
         if self.slice_tracker.is_stale(key, considered(stored)) {
             self.slice_stats.stale.inc();
+            self.slice_tracker.wait_for_cache(key);
             return Err(SyncError::StaleSlices(key.to_string()));
         }
+        self.slice_tracker.stop_waiting(key);
         Ok(())
+    }
+
+    /// The Services of a slice event (its Service before and after) whose last sync failed as
+    /// stale and whose cached slices are now fresh: queued at once, so a stale cache costs the
+    /// watch delay, not the retry backoff. Upstream waits for the retry (R1.26); under churn
+    /// that backoff and the shared retry bucket held slice writes for tens of seconds.
+    pub fn slices_caught_up(
+        &self,
+        old: Option<&EndpointSlice>,
+        new: Option<&EndpointSlice>,
+    ) -> Vec<String> {
+        let mut keys: Vec<String> = old.into_iter().chain(new).filter_map(service_key).collect();
+        keys.dedup();
+        keys.retain(|key| {
+            self.slice_tracker.waiting_for(key)
+                && !self
+                    .slice_tracker
+                    .is_stale(key, considered(&self.cache.slices.for_service(key)))
+                && self.slice_tracker.stop_waiting(key)
+        });
+        keys
     }
 
     /// Records a refused slice decision: a metric, an Event on the Service, the error.

@@ -8,7 +8,7 @@
 //! Generations, not resourceVersions, are compared because an annotation-only edit by someone
 //! else does not bump the generation and must not make weir's view stale.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -59,6 +59,9 @@ fn generation(slice: &EndpointSlice) -> i64 {
 #[derive(Debug, Default)]
 pub struct SliceTracker {
     services: Mutex<HashMap<String, HashMap<String, i64>>>,
+    /// Services whose last sync failed because the cache had not caught up yet: the slice
+    /// event that catches it up queues them at once (see [`SliceTracker::waiting_for`]).
+    waiting: Mutex<HashSet<String>>,
 }
 
 impl SliceTracker {
@@ -144,6 +147,26 @@ impl SliceTracker {
     /// Forgets a Service (it was deleted; its slices go with it by garbage collection).
     pub fn forget(&self, service: &str) {
         self.lock().remove(service);
+        self.waiting().remove(service);
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes that a sync of `service` failed as stale: it waits for the slice cache.
+    pub fn wait_for_cache(&self, service: &str) {
+        self.waiting().insert(service.to_string());
+    }
+
+    /// Whether a sync of `service` is waiting for the slice cache.
+    pub fn waiting_for(&self, service: &str) -> bool {
+        self.waiting().contains(service)
+    }
+
+    /// Ends the wait of `service` (its cache caught up); returns whether it was waiting.
+    pub fn stop_waiting(&self, service: &str) -> bool {
+        self.waiting().remove(service)
     }
 }
 

@@ -112,38 +112,59 @@ pub enum Prepared {
     },
 }
 
-/// Remembers resourceVersions our own updates superseded (upstream's stale tracker).
+/// Remembers, per key, the resourceVersion weir's own last update superseded (upstream's
+/// stale tracker) and the one its last write stored, until the Endpoints watch brings that
+/// write back.
 #[derive(Debug, Default)]
 pub struct StaleTracker {
     stale: Mutex<HashMap<String, String>>,
+    /// resourceVersions of weir's own writes whose watch event has not come yet.
+    written: Mutex<HashMap<String, String>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl StaleTracker {
     fn is_stale(&self, key: &str, resource_version: &str) -> bool {
-        self.stale
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        locked(&self.stale)
             .get(key)
             .is_some_and(|rv| rv == resource_version)
     }
 
     fn superseded(&self, key: &str, resource_version: String) {
-        self.stale
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.to_string(), resource_version);
+        locked(&self.stale).insert(key.to_string(), resource_version);
+    }
+
+    /// Records the resourceVersion of an Endpoints object weir just wrote.
+    pub fn wrote(&self, key: &str, resource_version: Option<String>) {
+        if let Some(rv) = resource_version {
+            locked(&self.written).insert(key.to_string(), rv);
+        }
+    }
+
+    /// Whether a watched Endpoints version is weir's own last write of `key` coming back;
+    /// once it has come back it is forgotten.
+    pub fn is_own_write(&self, key: &str, resource_version: Option<&str>) -> bool {
+        let mut written = locked(&self.written);
+        let own =
+            resource_version.is_some() && written.get(key).map(String::as_str) == resource_version;
+        if own {
+            written.remove(key);
+        }
+        own
     }
 
     /// Forgets every remembered resourceVersion (the API server's history was reset).
     pub fn clear(&self) {
-        self.stale.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        locked(&self.stale).clear();
+        locked(&self.written).clear();
     }
 
     fn forget(&self, key: &str) {
-        self.stale
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key);
+        locked(&self.stale).remove(key);
+        locked(&self.written).remove(key);
     }
 }
 
@@ -552,7 +573,12 @@ impl Syncer {
                 })
             }
             Action::Create(ep) => match self.writer.store(key, namespace, &ep, true).await {
-                Ok(_) => Ok(Outcome::Written("create")),
+                Ok(written) => {
+                    if let Written::Stored(stored) = written {
+                        self.stale.wrote(key, stored.metadata.resource_version);
+                    }
+                    Ok(Outcome::Written("create"))
+                }
                 Err(e) if is_namespace_terminating(&e) => {
                     tracing::debug!(%key, "namespace is terminating; not creating endpoints");
                     Ok(Outcome::NamespaceTerminating)
@@ -577,6 +603,7 @@ impl Syncer {
                         {
                             self.stale.superseded(key, sent);
                         }
+                        self.stale.wrote(key, stored.metadata.resource_version);
                         Ok(Outcome::Written("update"))
                     }
                     Ok(_) => Ok(Outcome::Written("update")),

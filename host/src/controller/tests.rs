@@ -207,3 +207,128 @@ async fn s98_pod_adds_within_the_batch_period_make_one_sync() {
         "adds spanning the period"
     );
 }
+
+/// A controller handle against a fresh weir-apiserver seeded with the Service `ns/foo`
+/// selecting one ready pod on an existing Node, its caches filled by hand (no informers run,
+/// so each watch event is delivered exactly when a test says).
+async fn handle_with_one_service() -> (
+    weir_apiserver::RunningApiServer,
+    kube::Client,
+    super::Handle,
+) {
+    let seed = vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+               "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "foo", "namespace": "ns"},
+               "spec": {"selector": {"app": "foo"}, "clusterIP": "10.96.0.10", "ipFamilies": ["IPv4"],
+                        "ports": [{"port": 80}]}}),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "p1", "namespace": "ns", "labels": {"app": "foo"}},
+               "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "app:1"}]},
+               "status": {"phase": "Running", "podIP": "10.1.0.1", "podIPs": [{"ip": "10.1.0.1"}],
+                          "conditions": [{"type": "Ready", "status": "True"}]}}),
+    ];
+    let server = weir_apiserver::ApiServer::start(weir_apiserver::Config {
+        seed,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let guest = crate::runtime::Runtime::new(crate::runtime::Limits::default())
+        .unwrap()
+        .default_guest()
+        .unwrap();
+    let controller = super::Controller::new(
+        client.clone(),
+        crate::runtime::ActiveGuest::new(guest),
+        super::Config::default(),
+    );
+    let h = controller.handle();
+    h.synced.store(true, Ordering::Release);
+    let stored = |resource, name| server.store().get(resource, "ns", name).unwrap();
+    let svc: core::Service = serde_json::from_value(stored("services", "foo")).unwrap();
+    h.cache.apply_service(&svc);
+    let p1: core::Pod = serde_json::from_value(stored("pods", "p1")).unwrap();
+    h.cache.apply_pod(super::cache::CachedPod::from_pod(&p1));
+    h.cache.nodes.apply(
+        "node-1",
+        NodeView {
+            zone: None,
+            ready: true,
+            cpu_millis: 0,
+            control_plane: false,
+        },
+    );
+    (server, client, h)
+}
+
+/// Under churn (batch period 0) every write of a Service's Endpoints came back through the
+/// Endpoints watch and queued the Service again before the slices written in the same sync
+/// were back: that sync failed as stale, and its retries drained the shared retry bucket, so
+/// retries were scheduled tens of seconds out. weir's own Endpoints write coming back queues
+/// nothing; someone else's edit still does (D3).
+#[tokio::test]
+async fn our_own_endpoints_write_coming_back_queues_nothing_but_an_edit_does() {
+    let (server, _client, h) = handle_with_one_service().await;
+    let outcome = h.syncer.sync("ns/foo").await.unwrap();
+    assert_eq!(outcome, super::sync::Outcome::Written("create"));
+    let mut written: core::Endpoints =
+        serde_json::from_value(server.store().get("endpoints", "ns", "foo").unwrap()).unwrap();
+    let mut on_endpoints = super::endpoints_handler(h.clone());
+    on_endpoints(super::Change::Apply(written.clone()));
+    assert_eq!(h.queue.len(), 0, "weir's own write coming back");
+    // A hand edit: another resourceVersion.
+    written.metadata.resource_version = Some("999999".into());
+    on_endpoints(super::Change::Apply(written));
+    assert_eq!(
+        h.queue.len(),
+        1,
+        "an edit by someone else is restored at once"
+    );
+    server.shutdown().await;
+}
+
+/// A sync that finds the slice cache behind weir's own write fails as stale (R1.26); the
+/// watch event that brings the write into the cache queues the Service at once, not after the
+/// retry backoff (which under churn had grown to tens of seconds).
+#[tokio::test]
+async fn a_stale_slice_sync_is_queued_again_as_soon_as_the_cache_catches_up() {
+    let (server, client, h) = handle_with_one_service().await;
+    h.syncer.sync("ns/foo").await.unwrap();
+    // The Endpoints watch has delivered weir's write; the slice watch has not.
+    let endpoints = server.store().get("endpoints", "ns", "foo").unwrap();
+    h.cache
+        .apply_endpoints(serde_json::from_value(endpoints).unwrap());
+    let created = kube::Api::<EndpointSlice>::namespaced(client, "ns")
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(created.len(), 1, "one slice created");
+    // The slice watch has not delivered weir's create yet: the next sync is stale.
+    let error = h.syncer.sync("ns/foo").await.unwrap_err();
+    assert!(
+        matches!(&error, super::sync::SyncError::StaleSlices(k) if k == "ns/foo"),
+        "{error}"
+    );
+    let mut on_slices = super::slices_handler(h.clone(), Duration::ZERO);
+    // Someone else's slice of another Service catches nothing up.
+    let mut other = slice(1, json!({LABEL_SERVICE_NAME: "bar"}));
+    other.metadata.uid = Some("u-other".into());
+    on_slices(super::Change::Apply(other));
+    assert_eq!(h.queue.len(), 0);
+    // The create arrives: the Service is ready to sync again at once.
+    on_slices(super::Change::Apply(created[0].clone()));
+    assert_eq!(h.queue.len(), 1, "queued without waiting for the backoff");
+    assert_eq!(
+        h.syncer.sync("ns/foo").await.unwrap(),
+        super::sync::Outcome::Unchanged
+    );
+    server.shutdown().await;
+}
