@@ -49,22 +49,36 @@ pub fn parse_sloppy(text: &str) -> Option<IpAddr> {
     }
 }
 
+/// Dotted decimal with exactly four parts of one or more ASCII digits each, every part at
+/// most 255 once its leading zeros are dropped. Byte by byte rather than `split` and
+/// `parse`: every pod's IP passes through here once per output.
 fn parse_v4_sloppy(text: &str) -> Option<Ipv4Addr> {
     let mut octets = [0u8; 4];
-    let mut parts = text.split('.');
-    for octet in &mut octets {
-        let part = parts.next()?;
-        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
+    let mut part = 0;
+    let mut value: u32 = 0;
+    let mut digits = 0;
+    for &b in text.as_bytes() {
+        match b {
+            b'0'..=b'9' => {
+                value = value * 10 + u32::from(b - b'0');
+                // Leading zeros keep `value` at 0, so any length of them is accepted.
+                if value > 255 {
+                    return None;
+                }
+                digits += 1;
+            }
+            b'.' if digits > 0 && part < 3 => {
+                octets[part] = value as u8;
+                (part, value, digits) = (part + 1, 0, 0);
+            }
+            _ => return None,
         }
-        let digits = part.trim_start_matches('0');
-        *octet = if digits.is_empty() {
-            0
-        } else {
-            u8::try_from(digits.parse::<u32>().ok()?).ok()?
-        };
     }
-    parts.next().is_none().then(|| Ipv4Addr::from(octets))
+    if part != 3 || digits == 0 {
+        return None;
+    }
+    octets[3] = value as u8;
+    Some(Ipv4Addr::from(octets))
 }
 
 /// The family of a parsed address.
@@ -258,6 +272,34 @@ mod tests {
         ] {
             let ip: IpAddr = text.parse().unwrap();
             assert_eq!(IpText::new(&ip).as_str(), text);
+        }
+    }
+
+    /// The straightforward reading of a sloppy dotted quad (split, trim zeros, parse), kept
+    /// as the model the byte-wise parser must agree with.
+    fn v4_model(text: &str) -> Option<Ipv4Addr> {
+        let mut octets = [0u8; 4];
+        let mut parts = text.split('.');
+        for octet in &mut octets {
+            let part = parts.next()?;
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let digits = part.trim_start_matches('0');
+            *octet = if digits.is_empty() {
+                0
+            } else {
+                u8::try_from(digits.parse::<u32>().ok()?).ok()?
+            };
+        }
+        parts.next().is_none().then(|| Ipv4Addr::from(octets))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn v4_parser_agrees_with_the_model(text in "[0-9.a+-]{0,20}", quad in "(0{0,3}[0-9]{1,4}\\.){3}0{0,3}[0-9]{1,4}") {
+            proptest::prop_assert_eq!(parse_v4_sloppy(&text), v4_model(&text), "{}", text);
+            proptest::prop_assert_eq!(parse_v4_sloppy(&quad), v4_model(&quad), "{}", quad);
         }
     }
 

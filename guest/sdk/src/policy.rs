@@ -267,12 +267,15 @@ fn endpoints(policy: &impl Policy, request: &Request, service: &Service) -> Endp
         output: Output::Endpoints,
     };
     let pods = policy.select(&ctx, &request.pods);
-    let addresses: Vec<(&Pod, PodAddress)> = pods
-        .into_iter()
-        .filter_map(|pod| Some((pod, policy.address(&ctx, pod)?)))
-        .collect();
-    let mut entries = Vec::new();
-    for (pod, PodAddress { address, ready, .. }) in policy.addresses(&ctx, addresses) {
+    // Sized up front: an entry is a few hundred bytes, and growing a vector of them copies it.
+    let mut addresses: Vec<(&Pod, PodAddress)> = Vec::with_capacity(pods.len());
+    addresses.extend(
+        pods.into_iter()
+            .filter_map(|pod| Some((pod, policy.address(&ctx, pod)?))),
+    );
+    let addresses = policy.addresses(&ctx, addresses);
+    let mut entries = Vec::with_capacity(addresses.len() * service.ports.len().max(1));
+    for (pod, PodAddress { address, ready, .. }) in addresses {
         let ports = policy.ports(&ctx, pod);
         let last = ports.len().saturating_sub(1);
         let mut address = Some(address);

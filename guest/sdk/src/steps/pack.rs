@@ -22,6 +22,15 @@ fn identity(address: &EndpointAddress) -> (&str, &str) {
     (&address.ip, uid)
 }
 
+/// The first eight bytes of `ip`, big-endian, zero-padded: where two of these differ, they
+/// order as the texts do byte-wise (the padding puts a shorter text first).
+fn ip_prefix(ip: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = ip.len().min(8);
+    bytes[..n].copy_from_slice(&ip.as_bytes()[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 /// A sortable form of a port, used to order ports and subsets deterministically.
 pub fn port_key(port: &EndpointPort) -> (&str, i32, &str, Option<&str>) {
     (
@@ -53,7 +62,7 @@ pub fn repack(mut entries: Vec<Entry>) -> Vec<EndpointSubset> {
     // Number the distinct ports. Entries come pod by pod in Service port order, so the port
     // after the last one matched is tried first.
     let mut distinct: Vec<usize> = Vec::new();
-    let mut keyed: Vec<(usize, usize)> = Vec::with_capacity(entries.len());
+    let mut keyed: Vec<(usize, u64, usize)> = Vec::with_capacity(entries.len());
     let mut guess = 0;
     for (i, entry) in entries.iter().enumerate() {
         let same = |&d: &usize| entries[d].port == entry.port;
@@ -68,18 +77,21 @@ pub fn repack(mut entries: Vec<Entry>) -> Vec<EndpointSubset> {
             },
         };
         guess = if id + 1 == distinct.len() { 0 } else { id + 1 };
-        keyed.push((id, i));
+        keyed.push((id, ip_prefix(&entry.address.ip), i));
     }
-    // By port, then identity, then input order (so the first of duplicates is kept).
-    keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
+    // By port, then identity, then input order (so the first of duplicates is kept). The
+    // first bytes of the IP, read as a number, settle most comparisons without a string
+    // comparison; equal prefixes fall back to the whole identity, so the order is unchanged.
+    keyed.sort_unstable_by(|&(pa, xa, a), &(pb, xb, b)| {
         pa.cmp(&pb)
+            .then(xa.cmp(&xb))
             .then_with(|| identity(&entries[a].address).cmp(&identity(&entries[b].address)))
             .then(a.cmp(&b))
     });
 
     let mut members: Vec<(usize, bool)> = Vec::with_capacity(keyed.len());
     let mut runs: Vec<PortRun> = Vec::with_capacity(distinct.len());
-    for (k, &(id, i)) in keyed.iter().enumerate() {
+    for (k, &(id, _, i)) in keyed.iter().enumerate() {
         let ready = entries[i].ready;
         if k == 0 || keyed[k - 1].0 != id {
             runs.push(PortRun {

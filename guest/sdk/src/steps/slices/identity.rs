@@ -4,36 +4,42 @@
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
 use crate::types::{Endpoint, EndpointSlicePort};
 
 /// A port list's group key: its ports as a sorted set, absent fields distinct from empty ones
 /// (R3.6). An absent list groups with an empty one (R10.4: upstream's later behaviour, which
-/// avoids rewriting a headless Service's slice on every sync).
-pub type PortKey = Vec<PortSortKey>;
+/// avoids rewriting a headless Service's slice on every sync). Borrowed from the ports, so
+/// building and comparing keys copies no string.
+pub type PortKey<'a> = Vec<PortSortKey<'a>>;
 
 /// One port of a [`PortKey`]: name, port, protocol, appProtocol.
-pub type PortSortKey = (Option<String>, Option<i32>, Option<String>, Option<String>);
+pub type PortSortKey<'a> = (
+    Option<&'a str>,
+    Option<i32>,
+    Option<&'a str>,
+    Option<&'a str>,
+);
 
-/// The sort key of one port.
-pub fn port_sort_key(port: &EndpointSlicePort) -> PortSortKey {
+/// The sort key of one port: every field, so equal keys are equal ports.
+pub fn port_sort_key(port: &EndpointSlicePort) -> PortSortKey<'_> {
     (
-        port.name.clone(),
+        port.name.as_deref(),
         port.port,
-        port.protocol.clone(),
-        port.app_protocol.clone(),
+        port.protocol.as_deref(),
+        port.app_protocol.as_deref(),
     )
 }
 
 /// The group key of a stored or desired port list.
-pub fn port_key(ports: Option<&[EndpointSlicePort]>) -> PortKey {
+pub fn port_key(ports: Option<&[EndpointSlicePort]>) -> PortKey<'_> {
     let mut key: PortKey = ports
         .unwrap_or_default()
         .iter()
         .map(port_sort_key)
         .collect();
-    key.sort();
+    key.sort_unstable();
     key.dedup();
     key
 }
@@ -66,8 +72,9 @@ fn same_addresses(a: &[String], b: &[String]) -> bool {
     a == b
 }
 
-/// A hash of an endpoint's identity, consistent with [`same_endpoint`]: addresses are
-/// combined order-independently, so no sorted copy is needed.
+/// A hash of an endpoint's identity, consistent with [`same_endpoint`]: several addresses are
+/// combined order-independently, so no sorted copy is needed. Keyed SipHash (`RandomState`),
+/// so crafted pod names cannot make identities collide on purpose.
 fn identity_hash(state: &RandomState, e: &Endpoint) -> u64 {
     let mut hasher = state.build_hasher();
     e.hostname.as_deref().unwrap_or("").hash(&mut hasher);
@@ -75,11 +82,17 @@ fn identity_hash(state: &RandomState, e: &Endpoint) -> u64 {
         Some(r) => (r.namespace.as_str(), r.name.as_str()).hash(&mut hasher),
         None => ("", "").hash(&mut hasher),
     }
-    let mut addresses = 0u64;
-    for address in &e.addresses {
-        addresses = addresses.wrapping_add(state.hash_one(address));
+    match e.addresses.as_slice() {
+        // The usual case: same identity implies the same single address, no order to ignore.
+        [address] => address.hash(&mut hasher),
+        addresses => {
+            let mut sum = 0u64;
+            for address in addresses {
+                sum = sum.wrapping_add(state.hash_one(address));
+            }
+            (addresses.len(), sum).hash(&mut hasher);
+        }
     }
-    (e.addresses.len(), addresses).hash(&mut hasher);
     hasher.finish()
 }
 
@@ -99,19 +112,41 @@ pub fn endpoints_equal_beyond_identity(desired: &Endpoint, stored: &Endpoint) ->
 pub struct EndpointIndex {
     state: RandomState,
     endpoints: Vec<Option<Endpoint>>,
-    by_hash: HashMap<u64, usize>,
+    /// Keyed by [`identity_hash`], which is already a keyed hash: the map uses it as is.
+    by_hash: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
     /// Positions whose hash collided with another identity's; searched one by one.
     collided: Vec<usize>,
+}
+
+/// A hasher for keys that are hashes already: it passes the `u64` through.
+#[derive(Debug, Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed (`write_u64`); fold anything else in rather than lose it.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 impl EndpointIndex {
     /// Adds `endpoint`; one with the same identity is replaced in place (R2.9d).
     pub fn insert(&mut self, endpoint: Endpoint) {
-        if let Some(i) = self.position(&endpoint) {
+        let hash = identity_hash(&self.state, &endpoint);
+        if let Some(i) = self.position(hash, &endpoint) {
             self.endpoints[i] = Some(endpoint);
             return;
         }
-        let hash = identity_hash(&self.state, &endpoint);
         let i = self.endpoints.len();
         self.endpoints.push(Some(endpoint));
         match self.by_hash.entry(hash) {
@@ -122,8 +157,8 @@ impl EndpointIndex {
         }
     }
 
-    fn position(&self, endpoint: &Endpoint) -> Option<usize> {
-        let hash = identity_hash(&self.state, endpoint);
+    /// The position of the held endpoint with `endpoint`'s identity, whose hash is `hash`.
+    fn position(&self, hash: u64, endpoint: &Endpoint) -> Option<usize> {
         let matches = |i: &usize| {
             self.endpoints[*i]
                 .as_ref()
@@ -138,12 +173,19 @@ impl EndpointIndex {
 
     /// Takes out the desired endpoint with `stored`'s identity, if one is left.
     pub fn take(&mut self, stored: &Endpoint) -> Option<Endpoint> {
-        let i = self.position(stored)?;
+        let i = self.position(identity_hash(&self.state, stored), stored)?;
         self.endpoints[i].take()
+    }
+
+    /// Makes room for `additional` more endpoints.
+    pub fn reserve(&mut self, additional: usize) {
+        self.endpoints.reserve(additional);
+        self.by_hash.reserve(additional);
     }
 
     /// The endpoints not taken, in insertion order.
     pub fn into_remaining(self) -> Vec<Endpoint> {
+        // `Option<Endpoint>` is the size of `Endpoint`, so this reuses the buffer in place.
         self.endpoints.into_iter().flatten().collect()
     }
 

@@ -54,10 +54,17 @@ pub struct Plan<'a> {
 /// One desired port group: the port list every endpoint of it serves, and its endpoints.
 #[derive(Debug)]
 pub struct Group {
-    /// The ports, in the order they are written.
+    /// The ports, in the order they are written: sorted by [`identity::port_sort_key`] and
+    /// without duplicates, so the list is its own group key.
     pub ports: Vec<EndpointSlicePort>,
-    key: PortKey,
     endpoints: EndpointIndex,
+}
+
+impl Group {
+    /// The group key (R3.6), borrowed from the ports.
+    fn key(&self) -> PortKey<'_> {
+        self.ports.iter().map(identity::port_sort_key).collect()
+    }
 }
 
 /// The slice changes for the Service of `request` (which exists, is not ExternalName and has
@@ -134,14 +141,25 @@ pub fn desired_groups(
             staged.push((pod, address));
         }
     }
-    for (pod, address) in policy.addresses(ctx, staged) {
-        let group = match group_of.get(pod.name.as_str()) {
+    let addresses = policy.addresses(ctx, staged);
+    let placed: Vec<usize> = addresses
+        .iter()
+        .map(|(pod, _)| match group_of.get(pod.name.as_str()) {
             Some(&g) => g,
             // A pod the `addresses` hook added: its group is computed now.
             None => group_index(&mut groups, slice_ports(policy, ctx, pod)),
-        };
-        let endpoint = endpoint(pod, address);
-        groups[group].endpoints.insert(endpoint);
+        })
+        .collect();
+    // Each group's index is sized once: its endpoints are large, and growing copies them.
+    let mut sizes = vec![0; groups.len()];
+    for &group in &placed {
+        sizes[group] += 1;
+    }
+    for (group, size) in groups.iter_mut().zip(sizes) {
+        group.endpoints.reserve(size);
+    }
+    for ((pod, address), group) in addresses.into_iter().zip(placed) {
+        groups[group].endpoints.insert(endpoint(pod, address));
     }
     groups
 }
@@ -161,19 +179,18 @@ fn slice_ports(policy: &impl Policy, ctx: &Context<'_>, pod: &Pod) -> Vec<Endpoi
             app_protocol: p.app_protocol,
         })
         .collect();
-    ports.sort_by_key(identity::port_sort_key);
+    ports.sort_unstable_by(|a, b| identity::port_sort_key(a).cmp(&identity::port_sort_key(b)));
+    // Equal keys are equal ports, so this leaves a set: the list is its own group key.
     ports.dedup();
     ports
 }
 
 fn group_index(groups: &mut Vec<Group>, ports: Vec<EndpointSlicePort>) -> usize {
-    let key = port_key(Some(&ports));
-    if let Some(i) = groups.iter().position(|g| g.key == key) {
+    if let Some(i) = groups.iter().position(|g| g.ports == ports) {
         return i;
     }
     groups.push(Group {
         ports,
-        key,
         endpoints: EndpointIndex::default(),
     });
     groups.len() - 1
@@ -229,9 +246,10 @@ pub fn plan_address_type<'a>(
         }
     }
     for group in groups {
+        let key = group.key();
         let stored = by_key
             .iter()
-            .position(|(k, _)| *k == group.key)
+            .position(|(k, _)| *k == key)
             .map(|i| by_key.swap_remove(i).1)
             .unwrap_or_default();
         plan_group(ctx, &stored, group, max, &mut plan);
@@ -331,8 +349,12 @@ pub fn plan_group<'a>(
             }
             None => {
                 let mut slice = new_slice(service, ctx.family, ports.clone());
-                let take = max.min(remaining.len());
-                slice.endpoints = remaining.drain(..take).collect();
+                slice.endpoints = if remaining.len() <= max {
+                    // The last new slice takes the list itself rather than a copy.
+                    std::mem::take(&mut remaining)
+                } else {
+                    remaining.drain(..max).collect()
+                };
                 plan.create.push(slice);
             }
         }
