@@ -23,9 +23,9 @@ const TABLE_ELEMENT_BYTES: usize = 16;
 /// Most core instances, tables and memories one store may create. A component built by
 /// `wasm-component-ld` has a handful of each (the module, the WASI adapter, shims); these
 /// bound a crafted component that nests thousands.
-const MAX_INSTANCES: usize = 32;
-const MAX_TABLES: usize = 32;
-const MAX_MEMORIES: usize = 8;
+pub(super) const MAX_INSTANCES: usize = 32;
+pub(super) const MAX_TABLES: usize = 32;
+pub(super) const MAX_MEMORIES: usize = 8;
 
 /// State of one guest call.
 pub struct CallState {
