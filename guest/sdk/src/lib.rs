@@ -58,6 +58,7 @@
 //! assert_eq!(published(&decision).not_ready, ["b"]);
 //! ```
 
+pub mod arena;
 pub mod config;
 pub mod ip;
 pub mod log;
@@ -109,6 +110,9 @@ where
 /// does not fit is a clear error), then checked with [`Policy::validate`]. (The SDK speaks
 /// 0.2.0 only; weir still runs components of the older Endpoints-only contract,
 /// `weir:endpoints@0.1.0`, such as `tests/guests/v0-1-default`.)
+///
+/// On `wasm32` it also installs [`arena::Arena`] as the global allocator (weir drops each
+/// instance after one call), so the policy crate must not declare its own.
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {
@@ -131,5 +135,10 @@ macro_rules! export_policy {
         }
 
         $crate::bindings::export!(__WeirPolicyExport);
+
+        // Each instance serves one call and is dropped: a bump arena is enough ([`arena`]).
+        #[cfg(target_arch = "wasm32")]
+        #[global_allocator]
+        static __WEIR_POLICY_ALLOCATOR: $crate::arena::Arena = $crate::arena::Arena::new();
     };
 }
