@@ -302,7 +302,7 @@ fn check(guest: &Guest, case: &Case, decision: v2::Decision) -> (Action, SlicePl
     let action = validate(
         &request.namespace,
         &request.name,
-        &convert::endpoints_decision_to_v0_1(decision.endpoints),
+        convert::endpoints_decision_to_v0_1(decision.endpoints),
         None,
         guest.limits().max_addresses,
     )
@@ -314,7 +314,7 @@ fn check(guest: &Guest, case: &Case, decision: v2::Decision) -> (Action, SlicePl
         stored: &[],
         max_endpoints_per_slice: request.max_endpoints_per_slice as usize,
     };
-    let plan = plan(&ctx, &decision.slices).expect("valid slice decision");
+    let plan = plan(&ctx, decision.slices).expect("valid slice decision");
     (action, plan)
 }
 

@@ -466,7 +466,7 @@ impl Case {
         let action = validate(
             &request.namespace,
             &request.name,
-            &convert::endpoints_decision_to_v0_1(endpoints),
+            convert::endpoints_decision_to_v0_1(endpoints),
             self.endpoints.as_ref(),
             crate::runtime::Limits::default().max_addresses,
         )?;
@@ -486,7 +486,7 @@ impl Case {
                 max_endpoints_per_slice: usize::try_from(self.max_endpoints_per_slice)
                     .unwrap_or(usize::MAX),
             },
-            &slices,
+            slices,
         )?;
         Ok(Outcome {
             action,

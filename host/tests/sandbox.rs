@@ -180,7 +180,7 @@ fn foundation_done_when_a_decision_for_another_service_is_refused_by_validation(
         Decision::Create(e) => assert_eq!(e.name, "web-other"),
         other => panic!("expected a create, got {other:?}"),
     }
-    let violation = validate("ns", "web", &decision, None, 10_000).unwrap_err();
+    let violation = validate("ns", "web", decision, None, 10_000).unwrap_err();
     assert!(
         violation
             .to_string()

@@ -307,7 +307,7 @@ impl Syncer {
         name: &str,
         service_uid: &str,
         stored: &[Arc<EndpointSlice>],
-        changes: &v2::SliceChanges,
+        changes: v2::SliceChanges,
     ) -> Result<SlicePlan, SliceViolation> {
         let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
         let ctx = SliceContext {

@@ -372,7 +372,7 @@ impl Syncer {
                 validate(
                     namespace,
                     name,
-                    &endpoints_decision_to_v0_1(endpoints),
+                    endpoints_decision_to_v0_1(endpoints),
                     stored.as_deref(),
                     max_addresses,
                 )?
@@ -385,7 +385,14 @@ impl Syncer {
                     name,
                     &service_uid,
                     &stored_slices,
-                    &decision.slices,
+                    std::mem::replace(
+                        &mut decision.slices,
+                        v2::SliceChanges {
+                            create: Vec::new(),
+                            update: Vec::new(),
+                            delete: Vec::new(),
+                        },
+                    ),
                 ) {
                     Ok(plan) => plan,
                     Err(v) => {
@@ -491,7 +498,7 @@ impl Syncer {
                 validate(
                     namespace,
                     name,
-                    &endpoints_decision_to_v0_1(d.endpoints),
+                    endpoints_decision_to_v0_1(d.endpoints),
                     stored,
                     max_addresses,
                 )
@@ -506,7 +513,7 @@ impl Syncer {
             {
                 SlicePlan::default()
             } else {
-                self.plan_slices(namespace, name, uid, stored_slices, &d.slices)
+                self.plan_slices(namespace, name, uid, stored_slices, d.slices)
                     .map_err(|e| e.to_string())?
             };
             Ok((action, plan))
@@ -826,7 +833,7 @@ mod tests {
         let request = s.request_v0_2(*request, &stored, true);
         let decision = s.guest.current().call_v0_2(&request).await.unwrap();
         assert!(decision.errors.is_empty(), "{:?}", decision.errors);
-        s.plan_slices("ns", "s", "u1", &stored, &decision.slices)
+        s.plan_slices("ns", "s", "u1", &stored, decision.slices)
             .unwrap()
     }
 

@@ -49,11 +49,12 @@ impl Action {
 pub struct Violation(pub String);
 
 /// Validates `decision` for the key `namespace/name` against the stored Endpoints and turns it
-/// into an [`Action`]. `max_addresses` bounds the output size.
+/// into an [`Action`]. `max_addresses` bounds the output size. The decision is taken by value:
+/// its strings move into the object to write rather than being copied.
 pub fn validate(
     namespace: &str,
     name: &str,
-    decision: &wit::Decision,
+    decision: wit::Decision,
     stored: Option<&core::Endpoints>,
     max_addresses: usize,
 ) -> Result<Action, Violation> {
@@ -63,7 +64,7 @@ pub fn validate(
         wit::Decision::Create(e) => (e, true),
         wit::Decision::Update(e) => (e, false),
     };
-    check_endpoints(namespace, name, endpoints, max_addresses)?;
+    check_endpoints(namespace, name, &endpoints, max_addresses)?;
     match (create, stored) {
         (true, Some(_)) => Err(Violation(format!(
             "create of {namespace}/{name}, which already exists (use update)"
@@ -88,6 +89,11 @@ pub(crate) fn check_ip(ip: &str) -> Result<(), String> {
     let parsed: IpAddr = ip
         .parse()
         .map_err(|_| format!("{ip:?} is not an IP address"))?;
+    check_parsed_ip(ip, parsed)
+}
+
+/// [`check_ip`] for an address already parsed from `ip`.
+pub(crate) fn check_parsed_ip(ip: &str, parsed: IpAddr) -> Result<(), String> {
     let refused = match parsed {
         IpAddr::V4(v4) => refused_v4(v4),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -105,13 +111,17 @@ pub(crate) fn check_ip(ip: &str) -> Result<(), String> {
             "{ip:?} is unspecified, loopback or link-local, which Endpoints may not hold"
         ));
     }
-    // Rendered into a stack buffer, not a `String`: this runs once per address.
-    let canonical = IpText::new(&parsed);
-    if canonical.as_str() != ip {
-        return Err(format!(
-            "{ip:?} is not in canonical form ({})",
-            canonical.as_str()
-        ));
+    // Rust's IPv4 parser accepts only the canonical dotted quad (no leading zeros, four
+    // parts), so only IPv6 text can differ from its canonical form.
+    if parsed.is_ipv6() {
+        // Rendered into a stack buffer, not a `String`: this runs once per address.
+        let canonical = IpText::new(&parsed);
+        if canonical.as_str() != ip {
+            return Err(format!(
+                "{ip:?} is not in canonical form ({})",
+                canonical.as_str()
+            ));
+        }
     }
     Ok(())
 }
@@ -229,7 +239,7 @@ mod tests {
         let action = validate(
             "ns",
             "s",
-            &wit::Decision::Create(endpoints("10.0.0.1", 80)),
+            wit::Decision::Create(endpoints("10.0.0.1", 80)),
             None,
             10,
         )
@@ -241,7 +251,7 @@ mod tests {
     fn refuses_another_services_endpoints() {
         let mut e = endpoints("10.0.0.1", 80);
         e.name = "other".into();
-        let err = validate("ns", "s", &wit::Decision::Create(e), None, 10).unwrap_err();
+        let err = validate("ns", "s", wit::Decision::Create(e), None, 10).unwrap_err();
         assert!(
             err.to_string()
                 .contains("ns/other written for Service ns/s"),
@@ -257,11 +267,13 @@ mod tests {
             ("10.0.0.1", 0, "subsets[0].ports[0].port"),
             ("10.0.0.1", 70000, "not in 1-65535"),
             ("010.0.0.1", 80, "not an IP"),
+            ("10.0.0.01", 80, "not an IP"),
+            ("fd00:0::1", 80, "canonical form"),
         ] {
             let err = validate(
                 "ns",
                 "s",
-                &wit::Decision::Create(endpoints(ip, port)),
+                wit::Decision::Create(endpoints(ip, port)),
                 None,
                 10,
             )
@@ -270,7 +282,7 @@ mod tests {
         }
         let mut e = endpoints("10.0.0.1", 80);
         e.subsets[0].ports[0].protocol = "HTTP".into();
-        assert!(validate("ns", "s", &wit::Decision::Create(e), None, 10).is_err());
+        assert!(validate("ns", "s", wit::Decision::Create(e), None, 10).is_err());
     }
 
     #[test]
@@ -284,7 +296,7 @@ mod tests {
             let err = validate(
                 "ns",
                 "s",
-                &wit::Decision::Create(endpoints(ip, 80)),
+                wit::Decision::Create(endpoints(ip, 80)),
                 None,
                 10,
             )
@@ -296,7 +308,7 @@ mod tests {
         }
         // A mapped ordinary address is as good as the IPv4 one.
         let ok = wit::Decision::Create(endpoints("::ffff:10.0.0.1", 80));
-        assert!(validate("ns", "s", &ok, None, 10).is_ok());
+        assert!(validate("ns", "s", ok, None, 10).is_ok());
     }
 
     #[test]
@@ -315,7 +327,7 @@ mod tests {
         ] {
             let mut e = endpoints("10.0.0.1", 80);
             e.subsets[0].ports[0].name = name.into();
-            let result = validate("ns", "s", &wit::Decision::Create(e), None, 10);
+            let result = validate("ns", "s", wit::Decision::Create(e), None, 10);
             assert_eq!(result.is_ok(), ok, "{name:?}: {result:?}");
             if !ok {
                 assert!(
@@ -326,20 +338,20 @@ mod tests {
         }
         let mut e = endpoints("10.0.0.1", 80);
         e.subsets[0].ports[0].name = "a".repeat(64);
-        assert!(validate("ns", "s", &wit::Decision::Create(e), None, 10).is_err());
+        assert!(validate("ns", "s", wit::Decision::Create(e), None, 10).is_err());
     }
 
     #[test]
     fn bounds_the_output_and_checks_create_versus_update() {
         let e = endpoints("10.0.0.1", 80);
         assert!(
-            validate("ns", "s", &wit::Decision::Create(e.clone()), None, 0)
+            validate("ns", "s", wit::Decision::Create(e.clone()), None, 0)
                 .unwrap_err()
                 .0
                 .contains("over the limit")
         );
-        assert!(validate("ns", "s", &wit::Decision::Update(e.clone()), None, 10).is_err());
+        assert!(validate("ns", "s", wit::Decision::Update(e.clone()), None, 10).is_err());
         let stored = core::Endpoints::default();
-        assert!(validate("ns", "s", &wit::Decision::Create(e), Some(&stored), 10).is_err());
+        assert!(validate("ns", "s", wit::Decision::Create(e), Some(&stored), 10).is_err());
     }
 }

@@ -6,10 +6,11 @@
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 
 use super::view_slices::slice_object;
 use crate::controller::slice_tracker::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY, label};
@@ -121,6 +122,15 @@ pub struct SliceViolation {
     pub message: String,
 }
 
+/// What a slice's addressType asks of its addresses.
+#[derive(Clone, Copy)]
+enum Family {
+    /// An IP address; `true` for IPv6.
+    Ip(bool),
+    /// A DNS subdomain.
+    Fqdn,
+}
+
 /// A slice's endpoints (absent reads as none).
 fn endpoints(slice: &EndpointSlice) -> &[Endpoint] {
     slice.endpoints.as_deref().unwrap_or_default()
@@ -150,7 +160,7 @@ pub struct SliceContext<'a> {
 /// sends, and what the case runner shows.
 pub fn plan(
     ctx: &SliceContext<'_>,
-    changes: &crate::runtime::bindings_v0_2::SliceChanges,
+    changes: crate::runtime::bindings_v0_2::SliceChanges,
 ) -> Result<SlicePlan, SliceViolation> {
     let by_name = |n: &str| {
         ctx.stored
@@ -161,15 +171,18 @@ pub fn plan(
     let changes = SliceChanges {
         create: changes
             .create
-            .iter()
+            .into_iter()
             .map(|s| slice_object(s, None))
             .collect(),
         update: changes
             .update
-            .iter()
-            .map(|s| slice_object(s, by_name(&s.name)))
+            .into_iter()
+            .map(|s| {
+                let stored = by_name(&s.name);
+                slice_object(s, stored)
+            })
             .collect(),
-        delete: changes.delete.clone(),
+        delete: changes.delete,
     };
     validate_slices(ctx, changes)
 }
@@ -355,15 +368,17 @@ fn check_slice(
             ),
         ));
     }
-    if !matches!(slice.address_type.as_str(), "IPv4" | "IPv6" | "FQDN") {
-        return Err(refuse(
-            Refusal::AddressType,
-            format!(
-                "{at}.addressType: {:?} is not IPv4, IPv6 or FQDN",
-                slice.address_type
-            ),
-        ));
-    }
+    let family = match slice.address_type.as_str() {
+        "IPv4" => Family::Ip(false),
+        "IPv6" => Family::Ip(true),
+        "FQDN" => Family::Fqdn,
+        other => {
+            return Err(refuse(
+                Refusal::AddressType,
+                format!("{at}.addressType: {other:?} is not IPv4, IPv6 or FQDN"),
+            ));
+        }
+    };
     for (j, endpoint) in endpoints(slice).iter().enumerate() {
         // The field path is only formatted for a refusal: this loop runs for every endpoint
         // of every slice written.
@@ -379,21 +394,27 @@ fn check_slice(
             ));
         }
         for (k, address) in endpoint.addresses.iter().enumerate() {
-            if !fits_address_type(address, &slice.address_type) {
-                return Err(refuse(
+            let wrong_type = || {
+                refuse(
                     Refusal::AddressType,
                     format!(
                         "{}.addresses[{k}]: {address:?} is not an {} address",
                         at(),
                         slice.address_type
                     ),
-                ));
-            }
-            if slice.address_type != "FQDN" {
-                crate::reconcile::validate::check_ip(address).map_err(|m| {
-                    refuse(Refusal::Invalid, format!("{}.addresses[{k}]: {m}", at()))
-                })?;
-            }
+                )
+            };
+            // One parse per address serves both the family and the API server's IP rules.
+            let parsed = match family {
+                Family::Fqdn if is_dns_subdomain(address) => continue,
+                Family::Fqdn => return Err(wrong_type()),
+                Family::Ip(v6) => match address.parse::<IpAddr>() {
+                    Ok(ip) if ip.is_ipv6() == v6 => ip,
+                    _ => return Err(wrong_type()),
+                },
+            };
+            crate::reconcile::validate::check_parsed_ip(address, parsed)
+                .map_err(|m| refuse(Refusal::Invalid, format!("{}.addresses[{k}]: {m}", at())))?;
         }
         if let Some(h) = endpoint.hostname.as_deref()
             && !crate::reconcile::validate::is_dns_label(h)
@@ -423,8 +444,8 @@ fn check_slice(
                 format!("{at}.protocol: {proto:?} is not TCP, UDP or SCTP"),
             ));
         }
-        let name = port.name.clone().unwrap_or_default();
-        if !names.insert(name.clone()) {
+        let name = port.name.as_deref().unwrap_or_default();
+        if !names.insert(name) {
             return Err(refuse(
                 Refusal::Invalid,
                 format!("{at}.name: {name:?} appears twice"),
@@ -452,38 +473,81 @@ fn check_unique_names(plan: &SlicePlan) -> Result<(), SliceViolation> {
     Ok(())
 }
 
-/// A port as a comparable tuple: (name, port, protocol, appProtocol).
-type PortKey = (Option<String>, Option<i32>, Option<String>, Option<String>);
-
-/// A port group: the address type and the set of ports (order does not matter).
-type GroupKey = (String, BTreeSet<PortKey>);
-
-fn group_key(slice: &EndpointSlice) -> GroupKey {
-    let port = |p: &EndpointPort| {
-        (
-            p.name.clone(),
-            p.port,
-            p.protocol.clone(),
-            p.app_protocol.clone(),
-        )
-    };
-    (
-        slice.address_type.clone(),
-        slice.ports.iter().flatten().map(port).collect(),
-    )
+/// Whether two slices belong to the same port group: the same address type and the same set
+/// of ports (order does not matter; ports are unique by name within a slice).
+fn same_group(a: &EndpointSlice, b: &EndpointSlice) -> bool {
+    fn ports(s: &EndpointSlice) -> &[k8s_openapi::api::discovery::v1::EndpointPort] {
+        s.ports.as_deref().unwrap_or_default()
+    }
+    let (pa, pb) = (ports(a), ports(b));
+    a.address_type == b.address_type
+        && pa.len() == pb.len()
+        && pa.iter().all(|p| pb.contains(p))
+        && pb.iter().all(|p| pa.contains(p))
 }
 
-/// An endpoint's identity: its addresses (as a set), hostname and the pod behind it.
-type EndpointKey = (BTreeSet<String>, String, String, String);
+/// An endpoint's identity, borrowed from the slice: its addresses (as a set), hostname and
+/// the pod behind it. Hashing and comparing borrow, so the duplicate check allocates nothing
+/// per endpoint.
+struct EndpointIdentity<'a>(&'a Endpoint);
 
-fn endpoint_key(e: &Endpoint) -> EndpointKey {
-    let target = e.target_ref.as_ref();
-    (
-        e.addresses.iter().cloned().collect(),
-        e.hostname.clone().unwrap_or_default(),
-        target.and_then(|t| t.namespace.clone()).unwrap_or_default(),
-        target.and_then(|t| t.name.clone()).unwrap_or_default(),
-    )
+impl EndpointIdentity<'_> {
+    fn target(&self) -> (&str, &str) {
+        let target = self.0.target_ref.as_ref();
+        (
+            target.and_then(|t| t.namespace.as_deref()).unwrap_or(""),
+            target.and_then(|t| t.name.as_deref()).unwrap_or(""),
+        )
+    }
+}
+
+impl std::hash::Hash for EndpointIdentity<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // The addresses are a set: combine their hashes in an order-independent way.
+        if let [only] = self.0.addresses.as_slice() {
+            only.hash(state);
+        } else {
+            // A fixed seed: the sum must not depend on which map hashes it.
+            let seed = foldhash::fast::FixedState::default();
+            let set = self
+                .0
+                .addresses
+                .iter()
+                .map(|a| std::hash::BuildHasher::hash_one(&seed, a))
+                .fold(0u64, u64::wrapping_add);
+            set.hash(state);
+        }
+        self.0.hostname.as_deref().unwrap_or("").hash(state);
+        self.target().hash(state);
+    }
+}
+
+impl PartialEq for EndpointIdentity<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0.addresses, &other.0.addresses);
+        let same_set = a.iter().all(|x| b.contains(x)) && b.iter().all(|x| a.contains(x));
+        same_set
+            && self.0.hostname.as_deref().unwrap_or("") == other.0.hostname.as_deref().unwrap_or("")
+            && self.target() == other.target()
+    }
+}
+
+impl Eq for EndpointIdentity<'_> {}
+
+/// A slice's name for a message: its name, or `generateName*` for one to create.
+fn display_name(slice: &EndpointSlice) -> String {
+    slice
+        .metadata
+        .name
+        .clone()
+        .or_else(|| {
+            slice
+                .metadata
+                .generate_name
+                .as_ref()
+                .map(|g| format!("{g}*"))
+        })
+        .unwrap_or_default()
 }
 
 /// Refuses an endpoint that a written slice would hold twice within its port group, counting
@@ -503,40 +567,41 @@ fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), Slic
     let written = plan.create.iter().chain(plan.update.iter());
     // (slice, written?) for the final state of the Service's managed slices.
     let all = written.map(|s| (s, true)).chain(kept.map(|s| (s, false)));
-    let mut seen: HashMap<GroupKey, HashMap<EndpointKey, (String, bool)>> = HashMap::new();
+    // A Service has a handful of port groups: a list scanned per slice beats hashing them.
+    type Seen<'a> =
+        HashMap<EndpointIdentity<'a>, (&'a EndpointSlice, bool), foldhash::fast::RandomState>;
+    let mut groups: Vec<(&EndpointSlice, Seen<'_>)> = Vec::new();
     for (slice, is_written) in all {
-        let group = seen.entry(group_key(slice)).or_default();
-        let name = slice
-            .metadata
-            .name
-            .clone()
-            .or_else(|| {
-                slice
-                    .metadata
-                    .generate_name
-                    .clone()
-                    .map(|g| format!("{g}*"))
-            })
-            .unwrap_or_default();
+        let group = match groups.iter().position(|(g, _)| same_group(g, slice)) {
+            Some(i) => &mut groups[i].1,
+            None => {
+                let seen = HashMap::with_capacity_and_hasher(
+                    endpoints(slice).len(),
+                    foldhash::fast::RandomState::default(),
+                );
+                groups.push((slice, seen));
+                &mut groups.last_mut().expect("just pushed").1
+            }
+        };
         for endpoint in endpoints(slice) {
-            match group.get(&endpoint_key(endpoint)) {
-                Some((other, other_written)) if is_written || *other_written => {
-                    let target = endpoint
-                        .target_ref
-                        .as_ref()
-                        .and_then(|t| t.name.clone())
-                        .unwrap_or_default();
-                    return Err(refuse(
-                        Refusal::DuplicateEndpoint,
-                        format!(
-                            "endpoint {:?} (pod {target:?}) appears twice in one port group, in slices {other:?} and {name:?}",
-                            endpoint.addresses
-                        ),
-                    ));
+            match group.entry(EndpointIdentity(endpoint)) {
+                Entry::Occupied(seen) => {
+                    let (other, other_written) = *seen.get();
+                    if is_written || other_written {
+                        let target = seen.key().target().1;
+                        return Err(refuse(
+                            Refusal::DuplicateEndpoint,
+                            format!(
+                                "endpoint {:?} (pod {target:?}) appears twice in one port group, in slices {:?} and {:?}",
+                                endpoint.addresses,
+                                display_name(other),
+                                display_name(slice)
+                            ),
+                        ));
+                    }
                 }
-                Some(_) => {}
-                None => {
-                    group.insert(endpoint_key(endpoint), (name.clone(), is_written));
+                Entry::Vacant(v) => {
+                    v.insert((slice, is_written));
                 }
             }
         }
@@ -549,18 +614,10 @@ fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(crate::reconcile::validate::is_dns_label)
 }
 
-/// Whether `ip` is an address of the family `address_type` names.
-pub fn fits_address_type(ip: &str, address_type: &str) -> bool {
-    match (ip.parse::<IpAddr>(), address_type) {
-        (Ok(IpAddr::V4(_)), "IPv4") | (Ok(IpAddr::V6(_)), "IPv6") => true,
-        (_, "FQDN") => is_dns_subdomain(ip),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::discovery::v1::EndpointPort;
     use serde_json::{Value, json};
     use std::sync::Arc;
 
@@ -761,8 +818,21 @@ mod tests {
             Refusal::AddressType
         );
         assert!(check(create(slice(None, "foo", MANAGED_BY, &["fd00::1"])), 100).is_ok());
-        assert!(fits_address_type("fd00::1", "IPv6"));
-        assert!(!fits_address_type("fd00::1", "IPv4"));
+        let mut s = slice(None, "foo", MANAGED_BY, &["web-0.example"]);
+        s.address_type = "FQDN".into();
+        assert!(check(create(s), 100).is_ok(), "a DNS subdomain fits FQDN");
+        let mut s = slice(None, "foo", MANAGED_BY, &["Web_0.example"]);
+        s.address_type = "FQDN".into();
+        assert_eq!(reason(create(s), 100), Refusal::AddressType);
+        // The right family, but an address the API server refuses.
+        assert_eq!(
+            reason(create(slice(None, "foo", MANAGED_BY, &["127.0.0.1"])), 100),
+            Refusal::Invalid
+        );
+        assert_eq!(
+            reason(create(slice(None, "foo", MANAGED_BY, &["fd00:0::1"])), 100),
+            Refusal::Invalid
+        );
     }
 
     #[test]
@@ -833,5 +903,36 @@ mod tests {
             ),
             Refusal::DuplicateEndpoint
         );
+        // An endpoint's addresses are a set: the same two addresses in another order, for the
+        // same pod, are the same endpoint; a different set is not.
+        let mut pair = slice(None, "foo", MANAGED_BY, &["10.0.0.7", "10.0.0.8"]);
+        let e = pair.endpoints.as_mut().unwrap();
+        e[1].target_ref = e[0].target_ref.clone();
+        e[0].addresses = vec!["10.0.0.7".into(), "10.0.0.8".into()];
+        e[1].addresses = vec!["10.0.0.8".into(), "10.0.0.7".into()];
+        let create = |s: &EndpointSlice| SliceChanges {
+            create: vec![s.clone()],
+            ..Default::default()
+        };
+        assert_eq!(reason(create(&pair), 100), Refusal::DuplicateEndpoint);
+        pair.endpoints.as_mut().unwrap()[1].addresses = vec!["10.0.0.8".into(), "10.0.0.9".into()];
+        assert!(check(create(&pair), 100).is_ok());
+        // Port order does not make another port group.
+        let mut two_ports = slice(None, "foo", MANAGED_BY, &["10.0.0.1"]);
+        let metrics = EndpointPort {
+            name: Some("metrics".into()),
+            port: Some(9090),
+            protocol: Some("TCP".into()),
+            app_protocol: None,
+        };
+        two_ports.ports.as_mut().unwrap().push(metrics.clone());
+        let mut reversed = two_ports.clone();
+        reversed.ports.as_mut().unwrap().reverse();
+        reversed.metadata.generate_name = Some("bar-".into());
+        let both = SliceChanges {
+            create: vec![two_ports, reversed],
+            ..Default::default()
+        };
+        assert_eq!(reason(both, 100), Refusal::DuplicateEndpoint);
     }
 }

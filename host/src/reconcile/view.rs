@@ -25,11 +25,8 @@ fn entries(map: &BTreeMap<String, String>) -> Vec<wit::KeyValue> {
         .collect()
 }
 
-fn map(pairs: &[wit::KeyValue]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|kv| (kv.key.clone(), kv.value.clone()))
-        .collect()
+fn owned_map(pairs: Vec<wit::KeyValue>) -> BTreeMap<String, String> {
+    pairs.into_iter().map(|kv| (kv.key, kv.value)).collect()
 }
 
 /// A Kubernetes time as the API serializes it (`2024-01-01T00:00:00Z`).
@@ -206,22 +203,23 @@ pub fn endpoints(ep: &core::Endpoints) -> wit::Endpoints {
     }
 }
 
-fn non_empty(s: &str) -> Option<String> {
-    (!s.is_empty()).then(|| s.to_string())
+fn non_empty(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
 }
 
-fn address_object(a: &wit::EndpointAddress) -> core::EndpointAddress {
+/// Moves the guest's strings into the object: this runs once per address of every write.
+fn address_object(a: wit::EndpointAddress) -> core::EndpointAddress {
     core::EndpointAddress {
-        ip: a.ip.clone(),
-        hostname: non_empty(&a.hostname),
-        node_name: a.node_name.clone(),
-        target_ref: a.target_ref.as_ref().map(|r| core::ObjectReference {
-            kind: non_empty(&r.kind),
-            namespace: non_empty(&r.namespace),
-            name: non_empty(&r.name),
-            uid: non_empty(&r.uid),
-            api_version: non_empty(&r.api_version),
-            field_path: non_empty(&r.field_path),
+        ip: a.ip,
+        hostname: non_empty(a.hostname),
+        node_name: a.node_name,
+        target_ref: a.target_ref.map(|r| core::ObjectReference {
+            kind: non_empty(r.kind),
+            namespace: non_empty(r.namespace),
+            name: non_empty(r.name),
+            uid: non_empty(r.uid),
+            api_version: non_empty(r.api_version),
+            field_path: non_empty(r.field_path),
             resource_version: None,
         }),
     }
@@ -231,40 +229,47 @@ fn address_object(a: &wit::EndpointAddress) -> core::EndpointAddress {
 /// labels, annotations and subsets, so metadata the controller does not own (owner references,
 /// finalizers, ...) survives (spec §12.1).
 pub fn endpoints_object(
-    desired: &wit::Endpoints,
+    desired: wit::Endpoints,
     stored: Option<&core::Endpoints>,
 ) -> core::Endpoints {
+    let wit::Endpoints {
+        namespace,
+        name,
+        labels,
+        annotations,
+        subsets,
+        ..
+    } = desired;
     let mut metadata = stored
         .map(|s| s.metadata.clone())
         .unwrap_or_else(|| ObjectMeta {
-            name: Some(desired.name.clone()),
-            namespace: Some(desired.namespace.clone()),
+            name: Some(name),
             ..ObjectMeta::default()
         });
-    metadata.labels = Some(map(&desired.labels));
-    metadata.annotations = Some(map(&desired.annotations));
+    metadata.labels = Some(owned_map(labels));
+    metadata.annotations = Some(owned_map(annotations));
     if metadata.namespace.is_none() {
-        metadata.namespace = Some(desired.namespace.clone());
+        metadata.namespace = Some(namespace);
     }
+    let addresses = |list: Vec<wit::EndpointAddress>| {
+        (!list.is_empty()).then(|| list.into_iter().map(address_object).collect())
+    };
     core::Endpoints {
         metadata,
         subsets: Some(
-            desired
-                .subsets
-                .iter()
+            subsets
+                .into_iter()
                 .map(|s| core::EndpointSubset {
-                    addresses: (!s.addresses.is_empty())
-                        .then(|| s.addresses.iter().map(address_object).collect()),
-                    not_ready_addresses: (!s.not_ready_addresses.is_empty())
-                        .then(|| s.not_ready_addresses.iter().map(address_object).collect()),
+                    addresses: addresses(s.addresses),
+                    not_ready_addresses: addresses(s.not_ready_addresses),
                     ports: (!s.ports.is_empty()).then(|| {
                         s.ports
-                            .iter()
+                            .into_iter()
                             .map(|p| core::EndpointPort {
-                                name: non_empty(&p.name),
+                                name: non_empty(p.name),
                                 port: p.port,
-                                protocol: Some(p.protocol.clone()),
-                                app_protocol: p.app_protocol.clone(),
+                                protocol: Some(p.protocol),
+                                app_protocol: p.app_protocol,
                             })
                             .collect()
                     }),
@@ -341,7 +346,7 @@ mod tests {
         let view = endpoints(&stored);
         assert_eq!(view.resource_version, "7");
         assert_eq!(view.subsets[0].addresses[0].node_name.as_deref(), Some(""));
-        let written = endpoints_object(&view, Some(&stored));
+        let written = endpoints_object(view.clone(), Some(&stored));
         assert_eq!(written.metadata.finalizers, Some(vec!["x".to_string()]));
         let again = endpoints(&written);
         assert_eq!(again, view);
