@@ -356,8 +356,9 @@ fn main() {
         ..Limits::default()
     };
     // `WEIR_BENCH_PERFMAP=1` names the guest's compiled functions for `perf report` (wasmtime
-    // writes /tmp/perf-PID.map); the engine is otherwise `Runtime::new`'s.
-    let mut config = wasmtime::Config::new();
+    // writes /tmp/perf-PID.map); the engine is otherwise `Runtime::new`'s, pooling allocator
+    // included, so the bench measures what the controller runs.
+    let mut config = weir::runtime::pooled(limits);
     if std::env::var_os("WEIR_BENCH_PERFMAP").is_some() {
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }

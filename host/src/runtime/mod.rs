@@ -172,7 +172,10 @@ const KEEP_RESIDENT: usize = 4 << 20;
 /// and about 67 µs of CPU less per call. Isolation is unchanged: wasmtime resets a slot's
 /// memory and tables before reuse. The memory cap stays with the store's limiter; the pool's
 /// own limit is only set no lower than it.
-fn pooled(limits: Limits) -> Config {
+///
+/// Public so that a benchmark or a deployment can add its own settings (a profiler, say) to
+/// the engine [`Runtime::new`] builds, and pass the result to [`Runtime::with_config`].
+pub fn pooled(limits: Limits) -> Config {
     let mut pool = wasmtime::PoolingAllocationConfig::new();
     // Room for the most memories and tables the store's limiter lets one call create, so a
     // guest is refused by the limiter (with its message), never by the pool.
