@@ -28,6 +28,8 @@ fn main() {
         "guest/sdk/Cargo.toml",
         "guest/default/src",
         "guest/default/Cargo.toml",
+        // The guest build settings (initial linear memory).
+        ".cargo/config.toml",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }

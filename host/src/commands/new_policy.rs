@@ -34,6 +34,9 @@ const README: &str = include_str!("../../templates/new-policy/README.md.in");
 const CASE_EXCLUDED: &str = include_str!("../../templates/new-policy/case-excluded.yaml.in");
 const CASE_CONFIGURED: &str = include_str!("../../templates/new-policy/case-configured.yaml.in");
 const GITIGNORE: &str = include_str!("../../templates/new-policy/gitignore.in");
+/// The workspace's own guest build settings (the initial linear memory), so a policy crate
+/// is built the way the default guest is.
+const CARGO_CONFIG: &str = include_str!("../../../.cargo/config.toml");
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
@@ -113,6 +116,7 @@ pub fn create(name: &str, sdk: Option<&Path>, parent: &Path) -> anyhow::Result<C
         ("cases/excluded-pod-left-out.yaml", fill(CASE_EXCLUDED)),
         ("cases/configured-label.yaml", fill(CASE_CONFIGURED)),
         (".gitignore", fill(GITIGNORE)),
+        (".cargo/config.toml", CARGO_CONFIG.to_string()),
     ];
     for (rel, text) in &files {
         let path = dir.join(rel);

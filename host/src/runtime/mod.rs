@@ -162,8 +162,9 @@ pub struct CallTiming {
 /// runtime runs at once (more wait for a slot; the controller runs one per worker).
 pub const POOL_SLOTS: u32 = 16;
 /// Bytes of each pooled linear memory kept mapped between calls and reset with `memset`
-/// instead of `madvise`: a 100-pod call of the default guest touches about 1 MiB, and
-/// faulting those pages in afresh on every call cost more than zeroing them.
+/// instead of `madvise`: faulting a call's pages in afresh every time cost more than zeroing
+/// them. It matches the 4 MiB initial memory guests are built with (`.cargo/config.toml`),
+/// within which a 100-pod call of the default guest stays.
 const KEEP_RESIDENT: usize = 4 << 20;
 
 /// The engine settings of [`Runtime::new`]: the pooling instance allocator, so that the fresh
