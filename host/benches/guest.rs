@@ -34,7 +34,7 @@ use criterion::Criterion;
 /// The allocator the `weir` binary runs with, so the native twin and validation are measured
 /// as they run there.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use tokio::runtime::Runtime as Tokio;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};

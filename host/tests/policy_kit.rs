@@ -186,6 +186,13 @@ fn new_policy_builds_offline_and_passes_its_cases() {
     ] {
         assert!(krate.join(file).exists(), "{file} missing");
     }
+    // Built like the default guest: 4 MiB of initial linear memory, so its calls do not
+    // change page protections in the pooled slot.
+    let config = std::fs::read_to_string(krate.join(".cargo/config.toml")).unwrap();
+    assert!(
+        config.contains("[target.wasm32-wasip2]") && config.contains("--initial-memory=4194304"),
+        "{config}"
+    );
     // Not part of the guide: point the crate's target/ at the shared directory, so the
     // dependencies the examples compiled are reused. The commands below are unchanged.
     #[cfg(unix)]
