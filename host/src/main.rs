@@ -8,15 +8,15 @@ use clap::{Parser, Subcommand};
 
 /// jemalloc rather than glibc's malloc: a guest call lifts and builds thousands of small
 /// objects, and glibc's malloc and free were about half of the native policy's instructions.
-/// Measured in `docs/performance.md` (native policy 119 → 58 µs per 100-pod call, host
-/// validation 162 → 78 ns per address; mimalloc was as fast but held 30 % more memory).
+/// Measured in `docs/performance.md` (native policy 119 → 63 µs per 100-pod call, host
+/// validation 162 → 91 ns per address; mimalloc was as fast but held a third more memory).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's settings, read when it starts (`_RJEM_MALLOC_CONF` in the environment still
 /// overrides them). Two arenas instead of four per core, and freed pages returned to the
 /// system without the muzzy stage: with jemalloc's defaults `weir run` peaked at 322 MiB on
-/// 150,000 pods, with these at 287 MiB, converging as fast.
+/// 150,000 pods, with these at 287–291 MiB, converging as fast.
 // The symbol is how jemalloc is configured at build time; it is only read, as a C string.
 #[allow(unsafe_code)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
