@@ -30,11 +30,6 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-
-/// The allocator the `weir` binary runs with, so the native twin and validation are measured
-/// as they run there.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use tokio::runtime::Runtime as Tokio;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
@@ -45,6 +40,11 @@ use weir::runtime::{Guest, Limits, Runtime};
 use weir_policy::testing;
 use weir_policy::types as native;
 use weir_policy::{DefaultPolicy, reconcile};
+
+/// The allocator the `weir` binary runs with, so the native twin and validation are measured
+/// as they run there.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Pod counts measured.
 const SIZES: [usize; 3] = [0, 100, 1000];

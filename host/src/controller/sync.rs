@@ -364,10 +364,14 @@ impl Syncer {
         };
         self.metrics.guest_call_duration.observe(took.as_secs_f64());
         let checked = async {
-            let mut decision = decision?;
-            // Moved out, not cloned: after validation only the slices, events and errors of
-            // the decision are read.
-            let endpoints = std::mem::replace(&mut decision.endpoints, v2::EndpointsDecision::None);
+            // Taken apart, not cloned: each part goes where it is used (the outputs into
+            // validation, events and errors to after the writes).
+            let v2::Decision {
+                endpoints,
+                slices,
+                errors,
+                events,
+            } = decision?;
             let action = if self.outputs.endpoints {
                 validate(
                     namespace,
@@ -380,20 +384,7 @@ impl Syncer {
                 Action::None
             };
             let plan = if slices_on {
-                match self.plan_slices(
-                    namespace,
-                    name,
-                    &service_uid,
-                    &stored_slices,
-                    std::mem::replace(
-                        &mut decision.slices,
-                        v2::SliceChanges {
-                            create: Vec::new(),
-                            update: Vec::new(),
-                            delete: Vec::new(),
-                        },
-                    ),
-                ) {
+                match self.plan_slices(namespace, name, &service_uid, &stored_slices, slices) {
                     Ok(plan) => plan,
                     Err(v) => {
                         return Err(self.refuse_slices(namespace, name, &service_uid, v).await);
@@ -402,7 +393,7 @@ impl Syncer {
             } else {
                 SlicePlan::default()
             };
-            Ok::<_, SyncError>((action, plan, decision))
+            Ok::<_, SyncError>((action, plan, events, errors))
         }
         .await;
         // Rollback judges the guest by every call that gave no usable decision: traps and
@@ -422,7 +413,7 @@ impl Syncer {
                 result: call_result,
             })
             .inc();
-        let (action, plan, decision) = checked?;
+        let (action, plan, events, errors) = checked?;
         if let Some(shadow) = shadow_decision {
             self.compare_shadow(
                 key,
@@ -443,7 +434,7 @@ impl Syncer {
             tracing::info!(%key, writes = slice_writes, "endpoint slices written");
         }
         if slices_on {
-            for event in &decision.events {
+            for event in &events {
                 self.events
                     .record(
                         namespace,
@@ -455,8 +446,8 @@ impl Syncer {
                     )
                     .await;
             }
-            if !decision.errors.is_empty() {
-                let errors = decision.errors.join("; ");
+            if !errors.is_empty() {
+                let errors = errors.join("; ");
                 let message = format!("Error updating Endpoint Slices for Service {key}: {errors}");
                 self.events
                     .warn(

@@ -794,36 +794,44 @@ mod tests {
 
     #[test]
     fn refuses_addresses_that_do_not_fit_the_address_type() {
-        let mut s = slice(None, "foo", MANAGED_BY, &["10.0.0.3"]);
-        s.address_type = "IPv6".into();
+        // A slice of one address under the given addressType.
+        let typed = |ip: &str, address_type: &str| {
+            let mut s = slice(None, "foo", MANAGED_BY, &[ip]);
+            s.address_type = address_type.into();
+            s
+        };
         let create = |s| SliceChanges {
             create: vec![s],
             ..Default::default()
         };
-        let err = check(create(s), 100).unwrap_err();
+        let err = check(create(typed("10.0.0.3", "IPv6")), 100).unwrap_err();
         assert_eq!(err.reason, Refusal::AddressType);
         assert!(
             err.message
                 .contains("endpointSlices.create[0].endpoints[0].addresses[0]"),
             "{err}"
         );
-        let mut s = slice(None, "foo", MANAGED_BY, &["fd00::1"]);
-        s.address_type = "IPv4".into();
-        assert_eq!(reason(create(s), 100), Refusal::AddressType);
-        let mut s = slice(None, "foo", MANAGED_BY, &["10.0.0.3"]);
-        s.address_type = "IP".into();
-        assert_eq!(reason(create(s), 100), Refusal::AddressType);
+        assert_eq!(
+            reason(create(typed("fd00::1", "IPv4")), 100),
+            Refusal::AddressType
+        );
+        assert_eq!(
+            reason(create(typed("10.0.0.3", "IP")), 100),
+            Refusal::AddressType
+        );
         assert_eq!(
             reason(create(slice(None, "foo", MANAGED_BY, &["010.0.0.3"])), 100),
             Refusal::AddressType
         );
         assert!(check(create(slice(None, "foo", MANAGED_BY, &["fd00::1"])), 100).is_ok());
-        let mut s = slice(None, "foo", MANAGED_BY, &["web-0.example"]);
-        s.address_type = "FQDN".into();
-        assert!(check(create(s), 100).is_ok(), "a DNS subdomain fits FQDN");
-        let mut s = slice(None, "foo", MANAGED_BY, &["Web_0.example"]);
-        s.address_type = "FQDN".into();
-        assert_eq!(reason(create(s), 100), Refusal::AddressType);
+        assert!(
+            check(create(typed("web-0.example", "FQDN")), 100).is_ok(),
+            "a DNS subdomain fits FQDN"
+        );
+        assert_eq!(
+            reason(create(typed("Web_0.example", "FQDN")), 100),
+            Refusal::AddressType
+        );
         // The right family, but an address the API server refuses.
         assert_eq!(
             reason(create(slice(None, "foo", MANAGED_BY, &["127.0.0.1"])), 100),

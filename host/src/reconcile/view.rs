@@ -203,7 +203,8 @@ pub fn endpoints(ep: &core::Endpoints) -> wit::Endpoints {
     }
 }
 
-fn non_empty(s: String) -> Option<String> {
+/// `None` for an empty string: the API's optional fields, which the contract carries as "".
+pub(super) fn non_empty(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
+use super::view::non_empty;
 use crate::runtime::bindings_v0_2 as wit;
 
 /// Node label holding the zone (R1.6).
@@ -109,10 +110,6 @@ fn endpoint(e: &discovery::Endpoint) -> wit::Endpoint {
     }
 }
 
-fn some(s: String) -> Option<String> {
-    (!s.is_empty()).then_some(s)
-}
-
 /// The EndpointSlice object a decision's slice describes. With `stored`, every metadata
 /// field the contract does not carry (uid, finalizers, managed fields, ...) is kept from it.
 /// The guest's strings move into the object: a 100-endpoint slice holds some 700 of them.
@@ -121,12 +118,12 @@ pub fn slice_object(
     stored: Option<&discovery::EndpointSlice>,
 ) -> discovery::EndpointSlice {
     let mut metadata: ObjectMeta = stored.map(|o| o.metadata.clone()).unwrap_or_default();
-    metadata.namespace = some(s.namespace);
-    metadata.name = some(s.name);
-    metadata.generate_name = some(s.generate_name);
+    metadata.namespace = non_empty(s.namespace);
+    metadata.name = non_empty(s.name);
+    metadata.generate_name = non_empty(s.generate_name);
     metadata.labels = map(s.labels);
     metadata.annotations = map(s.annotations);
-    metadata.resource_version = some(s.resource_version);
+    metadata.resource_version = non_empty(s.resource_version);
     metadata.owner_references = (!s.owner_references.is_empty()).then(|| {
         s.owner_references
             .into_iter()
@@ -184,12 +181,12 @@ fn endpoint_object(e: wit::Endpoint) -> discovery::Endpoint {
         hostname: e.hostname,
         node_name: e.node_name,
         target_ref: e.target_ref.map(|r| core::ObjectReference {
-            kind: some(r.kind),
-            namespace: some(r.namespace),
-            name: some(r.name),
-            uid: some(r.uid),
-            api_version: some(r.api_version),
-            field_path: some(r.field_path),
+            kind: non_empty(r.kind),
+            namespace: non_empty(r.namespace),
+            name: non_empty(r.name),
+            uid: non_empty(r.uid),
+            api_version: non_empty(r.api_version),
+            field_path: non_empty(r.field_path),
             resource_version: None,
         }),
         zone: e.zone,

@@ -60,13 +60,6 @@ pub struct Group {
     endpoints: EndpointIndex,
 }
 
-impl Group {
-    /// The group key (R3.6), borrowed from the ports.
-    fn key(&self) -> PortKey<'_> {
-        self.ports.iter().map(identity::port_sort_key).collect()
-    }
-}
-
 /// The slice changes for the Service of `request` (which exists, is not ExternalName and has
 /// a selector).
 pub fn reconcile(policy: &impl Policy, request: &Request, service: &Service) -> SliceOutcome {
@@ -246,7 +239,7 @@ pub fn plan_address_type<'a>(
         }
     }
     for group in groups {
-        let key = group.key();
+        let key = port_key(Some(&group.ports));
         let stored = by_key
             .iter()
             .position(|(k, _)| *k == key)
