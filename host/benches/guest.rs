@@ -23,7 +23,8 @@
 //! `valgrind --tool=callgrind --toggle-collect='guest::timed_calls*' BENCH_BINARY native/100`
 //! with `WEIR_BENCH_CALLS=100`; instructions per call are the collected total over N. For a
 //! sampling profile that names the guest's functions too, add `WEIR_BENCH_PERFMAP=1` and run
-//! the binary under `perf record`.
+//! the binary under `perf record`. `WEIR_BENCH_MANAGE=endpoints` makes both sides render the
+//! Endpoints only, so the difference of two profiles is what the slices cost.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -270,7 +271,12 @@ struct Case {
 
 impl Case {
     fn new(pods: usize) -> Case {
-        let native = native_request(pods);
+        let mut native = native_request(pods);
+        // `WEIR_BENCH_MANAGE=endpoints` leaves the slices out, so two profiles show what they
+        // add (the question of `weir bench`'s "EndpointSlices add" line, one level deeper).
+        if std::env::var("WEIR_BENCH_MANAGE").as_deref() == Ok("endpoints") {
+            native.manage.endpoint_slices = false;
+        }
         let wasm = to_v2_request(&native);
         Case { pods, native, wasm }
     }

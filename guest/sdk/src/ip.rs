@@ -81,6 +81,16 @@ fn parse_v4_sloppy(text: &str) -> Option<Ipv4Addr> {
     Some(Ipv4Addr::from(octets))
 }
 
+/// Whether a dotted quad has an octet written with a leading zero (`010`, `00`).
+fn has_leading_zero(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| {
+        b == b'0'
+            && (i == 0 || bytes[i - 1] == b'.')
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+    })
+}
+
 /// The family of a parsed address.
 pub fn family(ip: &IpAddr) -> Family {
     match ip {
@@ -91,6 +101,15 @@ pub fn family(ip: &IpAddr) -> Family {
 
 /// Parses `text` sloppily and renders it canonically (`FD00:0:0::1` → `fd00::1`).
 pub fn canonical(text: &str) -> Option<(String, Family)> {
+    // The usual pod IP is dotted decimal already in canonical form: copied, not re-rendered.
+    if !text.contains(':') {
+        let v4 = parse_v4_sloppy(text)?;
+        return Some(if has_leading_zero(text) {
+            (IpText::new(&IpAddr::V4(v4)).as_str().to_owned(), Family::V4)
+        } else {
+            (text.to_owned(), Family::V4)
+        });
+    }
     let ip = parse_sloppy(text)?;
     Some((IpText::new(&ip).as_str().to_owned(), family(&ip)))
 }
@@ -300,6 +319,13 @@ mod tests {
         fn v4_parser_agrees_with_the_model(text in "[0-9.a+-]{0,20}", quad in "(0{0,3}[0-9]{1,4}\\.){3}0{0,3}[0-9]{1,4}") {
             proptest::prop_assert_eq!(parse_v4_sloppy(&text), v4_model(&text), "{}", text);
             proptest::prop_assert_eq!(parse_v4_sloppy(&quad), v4_model(&quad), "{}", quad);
+        }
+
+        #[test]
+        fn v4_canonical_text_is_the_models_display(quad in "(0{0,3}[0-9]{1,4}\\.){3}0{0,3}[0-9]{1,4}") {
+            // Whether copied as is or re-rendered, the text is the address's display form.
+            let want = v4_model(&quad).map(|ip| (ip.to_string(), Family::V4));
+            proptest::prop_assert_eq!(canonical(&quad), want, "{}", quad);
         }
     }
 

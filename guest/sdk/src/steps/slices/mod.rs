@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use crate::ip::Family;
 use crate::policy::{Context, Output, PodAddress, Policy};
 use crate::types::{
-    Endpoint, EndpointConditions, EndpointSlice, EndpointSlicePort, Pod, Request, Service,
-    ServiceEvent, SliceChanges,
+    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, EndpointSlicePort, Pod, Request,
+    Service, ServiceEvent, SliceChanges,
 };
 use crate::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
 use identity::{EndpointIndex, PortKey, endpoints_equal_beyond_identity, port_key};
@@ -117,11 +117,10 @@ pub fn desired_groups(
     let publish = ctx.service.publish_not_ready_addresses;
     let pods = policy.select(ctx, &ctx.request.pods);
     let mut staged: Vec<(&Pod, PodAddress)> = Vec::with_capacity(pods.len());
-    let mut group_of: HashMap<&str, usize> = HashMap::with_capacity(pods.len());
+    let mut staged_groups: Vec<usize> = Vec::with_capacity(pods.len());
     for pod in pods {
-        let ports = slice_ports(policy, ctx, pod);
         // R2.12: the group exists even if the pod contributes no endpoint to it.
-        let group = group_index(&mut groups, ports);
+        let group = group_of(policy, ctx, pod, &mut groups);
         if !pod.node_exists && !publish {
             errors.push(format!(
                 "skipping Pod {} for Service {}/{}: Node {} Not Found",
@@ -130,19 +129,15 @@ pub fn desired_groups(
             continue;
         }
         if let Some(address) = policy.address(ctx, pod) {
-            group_of.insert(pod.name.as_str(), group);
             staged.push((pod, address));
+            staged_groups.push(group);
         }
     }
+    let staged_pods: Vec<&Pod> = staged.iter().map(|(pod, _)| *pod).collect();
     let addresses = policy.addresses(ctx, staged);
-    let placed: Vec<usize> = addresses
-        .iter()
-        .map(|(pod, _)| match group_of.get(pod.name.as_str()) {
-            Some(&g) => g,
-            // A pod the `addresses` hook added: its group is computed now.
-            None => group_index(&mut groups, slice_ports(policy, ctx, pod)),
-        })
-        .collect();
+    let placed = place(&addresses, &staged_pods, &staged_groups, |pod| {
+        group_of(policy, ctx, pod, &mut groups)
+    });
     // Each group's index is sized once: its endpoints are large, and growing copies them.
     let mut sizes = vec![0; groups.len()];
     for &group in &placed {
@@ -157,12 +152,71 @@ pub fn desired_groups(
     groups
 }
 
-/// The slice ports of `pod`: the policy's ports without the port-less marker (a headless
+/// The group of each pod the `addresses` hook returned. A pod it kept keeps the group it was
+/// staged with; one it added gets its group from `group_for`. The hook usually returns the
+/// staged pods in their order, so they are matched by walking both lists; only a pod out of
+/// that order needs the map by name, built the first time one turns up.
+fn place<'p>(
+    addresses: &[(&'p Pod, PodAddress)],
+    staged: &[&'p Pod],
+    groups: &[usize],
+    mut group_for: impl FnMut(&Pod) -> usize,
+) -> Vec<usize> {
+    let mut next = 0;
+    let mut by_name: Option<HashMap<&'p str, usize>> = None;
+    addresses
+        .iter()
+        .map(|(pod, _)| {
+            if staged.get(next).is_some_and(|s| std::ptr::eq(*s, *pod)) {
+                next += 1;
+                return groups[next - 1];
+            }
+            let by_name = by_name.get_or_insert_with(|| {
+                staged
+                    .iter()
+                    .zip(groups)
+                    .map(|(s, &g)| (s.name.as_str(), g))
+                    .collect()
+            });
+            match by_name.get(pod.name.as_str()) {
+                Some(&g) => g,
+                None => group_for(pod),
+            }
+        })
+        .collect()
+}
+
+/// The index of `pod`'s port group in `groups`, added when new.
+fn group_of(policy: &impl Policy, ctx: &Context<'_>, pod: &Pod, groups: &mut Vec<Group>) -> usize {
+    let ports = policy.ports(ctx, pod);
+    // Pods of one Service mostly share their ports, and the policy lists them in the
+    // Service's order, often already the group's sorted order: such a list is matched as it
+    // is, without building, sorting and deduplicating the slice form first.
+    if let Some(i) = groups.iter().position(|g| lists_group(&g.ports, &ports)) {
+        return i;
+    }
+    group_index(groups, slice_ports(ports))
+}
+
+/// Whether `ports`, the policy's list, is exactly `group` (sorted, without duplicates) in
+/// the same order. `false` says nothing: the list may still be the group in another order.
+fn lists_group(group: &[EndpointSlicePort], ports: &[Option<EndpointPort>]) -> bool {
+    let mut ports = ports.iter().flatten();
+    group.iter().all(|g| {
+        ports.next().is_some_and(|p| {
+            g.port == Some(p.port)
+                && g.name.as_deref() == Some(p.name.as_str())
+                && g.protocol.as_deref() == Some(p.protocol.as_str())
+                && g.app_protocol == p.app_protocol
+        })
+    }) && ports.next().is_none()
+}
+
+/// The slice form of the policy's ports of a pod: without the port-less marker (a headless
 /// Service without ports gives `[]`, R3.1), as upstream writes them (name and protocol always
 /// present, R3.3), sorted by their group key (R3.7).
-fn slice_ports(policy: &impl Policy, ctx: &Context<'_>, pod: &Pod) -> Vec<EndpointSlicePort> {
-    let mut ports: Vec<EndpointSlicePort> = policy
-        .ports(ctx, pod)
+fn slice_ports(ports: Vec<Option<EndpointPort>>) -> Vec<EndpointSlicePort> {
+    let mut ports: Vec<EndpointSlicePort> = ports
         .into_iter()
         .flatten()
         .map(|p| EndpointSlicePort {
@@ -432,5 +486,87 @@ pub fn family_of(address_type: &str) -> Option<Family> {
         "IPv4" => Some(Family::V4),
         "IPv6" => Some(Family::V6),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::fixtures::pod;
+
+    fn staged(pod: &Pod) -> (&Pod, PodAddress) {
+        let address = crate::steps::fixtures::address(&pod.pod_ips[0], &pod.uid);
+        let staged = PodAddress {
+            address,
+            ready: true,
+            serving: true,
+            terminating: false,
+        };
+        (pod, staged)
+    }
+
+    #[test]
+    fn pods_keep_their_staged_group_in_any_order_and_added_ones_get_theirs() {
+        let pods = [
+            pod("a", "10.0.0.1", true),
+            pod("b", "10.0.0.2", true),
+            pod("c", "10.0.0.3", true),
+        ];
+        let staged_pods = [&pods[0], &pods[1]];
+        let groups = [4, 7];
+        let mut asked = Vec::new();
+        // In order, then reversed with an added pod between: `group_for` only for the new one.
+        let in_order = [staged(&pods[0]), staged(&pods[1])];
+        assert_eq!(
+            place(&in_order, &staged_pods, &groups, |p| {
+                asked.push(p.name.clone());
+                0
+            }),
+            [4, 7]
+        );
+        let shuffled = [staged(&pods[1]), staged(&pods[2]), staged(&pods[0])];
+        assert_eq!(
+            place(&shuffled, &staged_pods, &groups, |p| {
+                asked.push(p.name.clone());
+                9
+            }),
+            [7, 9, 4]
+        );
+        assert_eq!(asked, ["c"]);
+    }
+
+    #[test]
+    fn a_port_list_is_matched_as_is_only_in_the_groups_order() {
+        use crate::steps::fixtures::port;
+        let (http, metrics) = (port("http", 8080), port("metrics", 9090));
+        let group = slice_ports(vec![Some(metrics.clone()), Some(http.clone())]);
+        let names: Vec<_> = group.iter().map(|p| p.name.as_deref().unwrap()).collect();
+        assert_eq!(names, ["http", "metrics"], "sorted by the group key");
+        assert!(lists_group(
+            &group,
+            &[Some(http.clone()), Some(metrics.clone())]
+        ));
+        // The port-less marker is not a port.
+        assert!(lists_group(
+            &group,
+            &[Some(http.clone()), None, Some(metrics.clone())]
+        ));
+        assert!(!lists_group(
+            &group,
+            &[Some(metrics.clone()), Some(http.clone())]
+        ));
+        assert!(!lists_group(&group, &[Some(http.clone())]));
+        assert!(!lists_group(
+            &group,
+            &[
+                Some(http.clone()),
+                Some(metrics.clone()),
+                Some(metrics.clone())
+            ]
+        ));
+        let mut other = metrics.clone();
+        other.app_protocol = Some("h2c".into());
+        assert!(!lists_group(&group, &[Some(http), Some(other)]));
+        assert!(lists_group(&[], &[None]));
     }
 }
