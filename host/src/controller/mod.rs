@@ -495,6 +495,12 @@ async fn worker(syncer: Arc<Syncer>, handle: Handle, dry_run: bool) {
 
 fn record_failure(handle: &Handle, k: &str, e: &SyncError) {
     match handle.queue.retry_or_drop(k.to_string()) {
+        // Right after weir's own write the watch has often not delivered it yet; the event
+        // that does queues the key again. Routine under churn (counted as `stale` in
+        // `weir_syncs_total`), so not a warning; one that exhausts its retries still is.
+        Retry::Scheduled(delay) if e.is_stale() => {
+            tracing::debug!(key = %k, reason = %e, retry_in = ?delay, "sync deferred until the cache catches up")
+        }
         Retry::Scheduled(delay) => {
             tracing::warn!(key = %k, error = %e, retry_in = ?delay, "sync failed")
         }

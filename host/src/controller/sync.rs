@@ -77,13 +77,18 @@ impl SyncError {
         matches!(self, SyncError::Guest(e) if e.is_fault())
     }
 
-    /// The `result` label of `weir_syncs` for a failed sync: `stale` when either output's
-    /// cache predates weir's own write (spec §5.9, R1.26, R1.29), `error` otherwise.
+    /// Whether either output's cache predates weir's own write (spec §5.9, R1.26, R1.29): an
+    /// expected wait for the watch, not a fault.
+    pub fn is_stale(&self) -> bool {
+        matches!(self, SyncError::StaleCache(..) | SyncError::StaleSlices(_))
+    }
+
+    /// The `result` label of `weir_syncs` for a failed sync: `stale` for [`is_stale`]
+    /// failures, `error` otherwise.
+    ///
+    /// [`is_stale`]: SyncError::is_stale
     pub fn result_label(&self) -> &'static str {
-        match self {
-            SyncError::StaleCache(..) | SyncError::StaleSlices(_) => "stale",
-            _ => "error",
-        }
+        if self.is_stale() { "stale" } else { "error" }
     }
 }
 
