@@ -1,13 +1,14 @@
 //! Properties of the default policy over generated requests:
 //! - the order of pods and of the stored subsets never changes the decision;
 //! - feeding a written result back as the stored Endpoints always gives `none`;
+//! - hooks that reorder pods or ports never move an endpoint to another slice group;
 //! - nothing panics.
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use proptest::prelude::*;
 use weir_policy::types::*;
-use weir_policy::{DefaultPolicy, reconcile};
+use weir_policy::{Context, DefaultPolicy, PodAddress, Policy, reconcile};
 
 fn kv(key: &str, value: &str) -> KeyValue {
     KeyValue {
@@ -261,6 +262,76 @@ proptest! {
         }
         with_stored.current = Some(stored);
         prop_assert_eq!(reconcile(&DefaultPolicy {}, &with_stored).unwrap(), first);
+    }
+}
+
+/// The default policy, except that its `addresses` hook hands the pods back shuffled and its
+/// `ports` hook lists each pod's ports backwards and twice: neither may change which
+/// endpoints end up in which port group.
+struct Reordering {
+    seed: u64,
+}
+
+impl Policy for Reordering {
+    fn addresses<'p>(
+        &self,
+        _ctx: &Context<'_>,
+        mut addresses: Vec<(&'p Pod, PodAddress)>,
+    ) -> Vec<(&'p Pod, PodAddress)> {
+        shuffle(&mut addresses, self.seed);
+        addresses
+    }
+
+    fn ports(&self, ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
+        let mut ports = weir_policy::steps::ports::for_pod(ctx, pod);
+        ports.reverse();
+        ports.extend(ports.clone());
+        ports
+    }
+}
+
+/// One group of [`groups`]: address type, ports, and (pod name, ready) per endpoint.
+type GroupView = (String, Vec<String>, Vec<(String, Option<bool>)>);
+
+/// Per address type and port set (sorted), the endpoints' pod names and readiness, sorted:
+/// what the created slices hold, whatever the split into slices.
+fn groups(decision: &Decision) -> Vec<GroupView> {
+    let mut groups: std::collections::BTreeMap<_, Vec<_>> = Default::default();
+    for slice in &decision.slices.create {
+        let mut ports: Vec<String> = slice
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| format!("{p:?}"))
+            .collect();
+        ports.sort();
+        let endpoints = groups
+            .entry((slice.address_type.clone(), ports))
+            .or_default();
+        for e in &slice.endpoints {
+            let name = e
+                .target_ref
+                .as_ref()
+                .map(|r| r.name.clone())
+                .unwrap_or_default();
+            endpoints.push((name, e.conditions.ready));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((family, ports), mut endpoints)| {
+            endpoints.sort();
+            (family, ports, endpoints)
+        })
+        .collect()
+}
+
+proptest! {
+    #[test]
+    fn hooks_reordering_pods_or_ports_keep_every_endpoint_in_its_group(request in request_strategy(), seed in any::<u64>()) {
+        let default = reconcile(&DefaultPolicy {}, &request).unwrap();
+        let reordered = reconcile(&Reordering { seed }, &request).unwrap();
+        prop_assert_eq!(groups(&reordered), groups(&default));
     }
 }
 
