@@ -110,7 +110,9 @@ pub fn endpoints_equal_beyond_identity(desired: &Endpoint, stored: &Endpoint) ->
 
 /// The hash of endpoint identities: foldhash, several times faster than std's SipHash on
 /// these short strings (SipHash was a sixth of the slice steps' time), keyed from std's
-/// random keys (the host's entropy), so crafted pod names cannot aim at collisions.
+/// random keys (the host's entropy), so crafted pod names cannot aim at collisions. The
+/// shared seed is foldhash's fixed one: its random one reads the wall clock, an import the
+/// default guest does not have.
 #[derive(Debug, Clone)]
 struct IdentityState(SeedableRandomState);
 
@@ -119,7 +121,7 @@ impl Default for IdentityState {
         let key = RandomState::new().hash_one(0u64);
         IdentityState(SeedableRandomState::with_seed(
             key,
-            SharedSeed::global_random(),
+            SharedSeed::global_fixed(),
         ))
     }
 }
