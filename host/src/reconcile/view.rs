@@ -214,15 +214,21 @@ fn address_object(a: wit::EndpointAddress) -> core::EndpointAddress {
         ip: a.ip,
         hostname: non_empty(a.hostname),
         node_name: a.node_name,
-        target_ref: a.target_ref.map(|r| core::ObjectReference {
-            kind: non_empty(r.kind),
-            namespace: non_empty(r.namespace),
-            name: non_empty(r.name),
-            uid: non_empty(r.uid),
-            api_version: non_empty(r.api_version),
-            field_path: non_empty(r.field_path),
-            resource_version: None,
-        }),
+        target_ref: a.target_ref.map(object_reference),
+    }
+}
+
+/// The API's form of a contract reference: empty fields are absent, and no resourceVersion
+/// (the contract does not carry one, spec §11.2).
+pub(super) fn object_reference(r: wit::ObjectReference) -> core::ObjectReference {
+    core::ObjectReference {
+        kind: non_empty(r.kind),
+        namespace: non_empty(r.namespace),
+        name: non_empty(r.name),
+        uid: non_empty(r.uid),
+        api_version: non_empty(r.api_version),
+        field_path: non_empty(r.field_path),
+        resource_version: None,
     }
 }
 

@@ -9,8 +9,9 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use super::view::non_empty;
+use super::view::{non_empty, object_reference};
 use crate::runtime::bindings_v0_2 as wit;
+use crate::runtime::convert::Convert;
 
 /// Node label holding the zone (R1.6).
 pub const ZONE_LABEL: &str = weir_policy::well_known::ZONE_LABEL;
@@ -180,15 +181,8 @@ fn endpoint_object(e: wit::Endpoint) -> discovery::Endpoint {
         }),
         hostname: e.hostname,
         node_name: e.node_name,
-        target_ref: e.target_ref.map(|r| core::ObjectReference {
-            kind: non_empty(r.kind),
-            namespace: non_empty(r.namespace),
-            name: non_empty(r.name),
-            uid: non_empty(r.uid),
-            api_version: non_empty(r.api_version),
-            field_path: non_empty(r.field_path),
-            resource_version: None,
-        }),
+        // The two contract versions' references have the same fields; one conversion serves both.
+        target_ref: e.target_ref.map(|r| object_reference(r.convert())),
         zone: e.zone,
     }
 }

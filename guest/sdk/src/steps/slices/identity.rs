@@ -77,7 +77,7 @@ fn same_addresses(a: &[String], b: &[String]) -> bool {
 
 /// A hash of an endpoint's identity, consistent with [`same_endpoint`]: several addresses are
 /// combined order-independently, so no sorted copy is needed.
-fn identity_hash(state: &IdentityState, e: &Endpoint) -> u64 {
+fn identity_hash(state: &SeedableRandomState, e: &Endpoint) -> u64 {
     let mut hasher = state.build_hasher();
     e.hostname.as_deref().unwrap_or("").hash(&mut hasher);
     match &e.target_ref {
@@ -113,6 +113,7 @@ pub fn endpoints_equal_beyond_identity(desired: &Endpoint, stored: &Endpoint) ->
 /// random keys (the host's entropy), so crafted pod names cannot aim at collisions. The
 /// shared seed is foldhash's fixed one: its random one reads the wall clock, an import the
 /// default guest does not have.
+/// (A newtype only for its `Default`.)
 #[derive(Debug, Clone)]
 struct IdentityState(SeedableRandomState);
 
@@ -123,14 +124,6 @@ impl Default for IdentityState {
             key,
             SharedSeed::global_fixed(),
         ))
-    }
-}
-
-impl BuildHasher for IdentityState {
-    type Hasher = <SeedableRandomState as BuildHasher>::Hasher;
-
-    fn build_hasher(&self) -> Self::Hasher {
-        self.0.build_hasher()
     }
 }
 
@@ -170,7 +163,7 @@ impl Hasher for Prehashed {
 impl EndpointIndex {
     /// Adds `endpoint`; one with the same identity is replaced in place (R2.9d).
     pub fn insert(&mut self, endpoint: Endpoint) {
-        let hash = identity_hash(&self.state, &endpoint);
+        let hash = identity_hash(&self.state.0, &endpoint);
         if let Some(i) = self.position(hash, &endpoint) {
             self.endpoints[i] = Some(endpoint);
             return;
@@ -201,7 +194,7 @@ impl EndpointIndex {
 
     /// Takes out the desired endpoint with `stored`'s identity, if one is left.
     pub fn take(&mut self, stored: &Endpoint) -> Option<Endpoint> {
-        let i = self.position(identity_hash(&self.state, stored), stored)?;
+        let i = self.position(identity_hash(&self.state.0, stored), stored)?;
         self.endpoints[i].take()
     }
 

@@ -117,7 +117,8 @@ pub fn desired_groups(
     let publish = ctx.service.publish_not_ready_addresses;
     let pods = policy.select(ctx, &ctx.request.pods);
     let mut staged: Vec<(&Pod, PodAddress)> = Vec::with_capacity(pods.len());
-    let mut staged_groups: Vec<usize> = Vec::with_capacity(pods.len());
+    // Each staged pod with its group, in staging order.
+    let mut staged_groups: Vec<(&Pod, usize)> = Vec::with_capacity(pods.len());
     for pod in pods {
         // R2.12: the group exists even if the pod contributes no endpoint to it.
         let group = group_of(policy, ctx, pod, &mut groups);
@@ -130,12 +131,11 @@ pub fn desired_groups(
         }
         if let Some(address) = policy.address(ctx, pod) {
             staged.push((pod, address));
-            staged_groups.push(group);
+            staged_groups.push((pod, group));
         }
     }
-    let staged_pods: Vec<&Pod> = staged.iter().map(|(pod, _)| *pod).collect();
     let addresses = policy.addresses(ctx, staged);
-    let placed = place(&addresses, &staged_pods, &staged_groups, |pod| {
+    let placed = place(&addresses, &staged_groups, |pod| {
         group_of(policy, ctx, pod, &mut groups)
     });
     // Each group's index is sized once: its endpoints are large, and growing copies them.
@@ -153,13 +153,13 @@ pub fn desired_groups(
 }
 
 /// The group of each pod the `addresses` hook returned. A pod it kept keeps the group it was
-/// staged with; one it added gets its group from `group_for`. The hook usually returns the
-/// staged pods in their order, so they are matched by walking both lists; only a pod out of
-/// that order needs the map by name, built the first time one turns up.
+/// staged with (`staged`: pod and group, in staging order); one it added gets its group from
+/// `group_for`. The hook usually returns the staged pods in their order, so they are matched
+/// by walking both lists; only a pod out of that order needs the map by name, built the first
+/// time one turns up.
 fn place<'p>(
     addresses: &[(&'p Pod, PodAddress)],
-    staged: &[&'p Pod],
-    groups: &[usize],
+    staged: &[(&'p Pod, usize)],
     mut group_for: impl FnMut(&Pod) -> usize,
 ) -> Vec<usize> {
     let mut next = 0;
@@ -167,17 +167,12 @@ fn place<'p>(
     addresses
         .iter()
         .map(|(pod, _)| {
-            if staged.get(next).is_some_and(|s| std::ptr::eq(*s, *pod)) {
+            if let Some(&(_, group)) = staged.get(next).filter(|(s, _)| std::ptr::eq(*s, *pod)) {
                 next += 1;
-                return groups[next - 1];
+                return group;
             }
-            let by_name = by_name.get_or_insert_with(|| {
-                staged
-                    .iter()
-                    .zip(groups)
-                    .map(|(s, &g)| (s.name.as_str(), g))
-                    .collect()
-            });
+            let by_name = by_name
+                .get_or_insert_with(|| staged.iter().map(|(s, g)| (s.name.as_str(), *g)).collect());
             match by_name.get(pod.name.as_str()) {
                 Some(&g) => g,
                 None => group_for(pod),
@@ -512,13 +507,12 @@ mod tests {
             pod("b", "10.0.0.2", true),
             pod("c", "10.0.0.3", true),
         ];
-        let staged_pods = [&pods[0], &pods[1]];
-        let groups = [4, 7];
+        let staged_pods = [(&pods[0], 4), (&pods[1], 7)];
         let mut asked = Vec::new();
         // In order, then reversed with an added pod between: `group_for` only for the new one.
         let in_order = [staged(&pods[0]), staged(&pods[1])];
         assert_eq!(
-            place(&in_order, &staged_pods, &groups, |p| {
+            place(&in_order, &staged_pods, |p| {
                 asked.push(p.name.clone());
                 0
             }),
@@ -526,7 +520,7 @@ mod tests {
         );
         let shuffled = [staged(&pods[1]), staged(&pods[2]), staged(&pods[0])];
         assert_eq!(
-            place(&shuffled, &staged_pods, &groups, |p| {
+            place(&shuffled, &staged_pods, |p| {
                 asked.push(p.name.clone());
                 9
             }),
