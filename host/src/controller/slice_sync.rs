@@ -284,11 +284,7 @@ impl Syncer {
                 traffic_distribution: cached.as_ref().and_then(|c| c.traffic_distribution.clone()),
                 deleting: cached.is_some_and(|c| c.deleting),
                 nodes: Some(&nodes),
-                slices: if slices_on {
-                    stored.iter().map(Arc::as_ref).collect()
-                } else {
-                    Vec::new()
-                },
+                slices: stored.iter().map(Arc::as_ref).collect(),
                 max_endpoints_per_slice: u32::try_from(self.outputs.max_endpoints_per_slice)
                     .unwrap_or(u32::MAX),
                 zone_capacities,

@@ -22,7 +22,8 @@ pub struct SliceInputs<'a> {
     pub deleting: bool,
     /// Known Nodes by name; `None` treats every named Node as existing, without a zone.
     pub nodes: Option<&'a NodeZones>,
-    /// The stored slices of the Service, of every manager.
+    /// The stored slices of the Service, of every manager; sent only when `manage` has
+    /// the slices.
     pub slices: Vec<&'a discovery::EndpointSlice>,
     /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: u32,
@@ -66,7 +67,14 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
         })
         .collect();
     wit::Request {
-        endpoint_slices: inputs.slices.iter().map(|s| slice(s, &namespace)).collect(),
+        // Stored slices are the guest's to compare only when the host writes slices; the
+        // Endpoints-only request stays as small as 0.1.0's (a slice of 100 endpoints is some
+        // 900 strings to lower).
+        endpoint_slices: if inputs.manage.endpoint_slices {
+            inputs.slices.iter().map(|s| slice(s, &namespace)).collect()
+        } else {
+            Vec::new()
+        },
         namespace,
         name,
         service,
@@ -77,5 +85,52 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
         max_endpoints_per_slice: inputs.max_endpoints_per_slice,
         zone_capacities: inputs.zone_capacities,
         manage: inputs.manage,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build_managing(endpoint_slices: bool, stored: &discovery::EndpointSlice) -> wit::Request {
+        let parts = v1::Request {
+            namespace: "ns".into(),
+            name: "web".into(),
+            service: None,
+            pods: Vec::new(),
+            current: None,
+            trigger_time: None,
+            config: String::new(),
+        };
+        build(
+            parts,
+            SliceInputs {
+                traffic_distribution: None,
+                deleting: false,
+                nodes: None,
+                slices: vec![stored],
+                max_endpoints_per_slice: 100,
+                zone_capacities: None,
+                manage: wit::Outputs {
+                    endpoints: true,
+                    endpoint_slices,
+                },
+            },
+        )
+    }
+
+    #[test]
+    fn stored_slices_are_sent_only_when_the_host_manages_slices() {
+        let stored: discovery::EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-abc", "namespace": "ns",
+                "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"]}]
+        }))
+        .unwrap();
+        let sent = build_managing(true, &stored).endpoint_slices;
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].name, "web-abc");
+        assert!(build_managing(false, &stored).endpoint_slices.is_empty());
     }
 }

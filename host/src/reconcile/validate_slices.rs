@@ -553,6 +553,12 @@ fn display_name(slice: &EndpointSlice) -> String {
 /// Refuses an endpoint that a written slice would hold twice within its port group, counting
 /// the stored slices weir manages that the decision leaves in place.
 fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), SliceViolation> {
+    let written = || plan.create.iter().chain(plan.update.iter());
+    // A refusal needs a written slice, so kept slices matter only in a port group something is
+    // written to. A decision that writes nothing, the usual resync, indexes no endpoint.
+    if written().next().is_none() {
+        return Ok(());
+    }
     let replaced: BTreeSet<&str> = plan
         .update
         .iter()
@@ -563,8 +569,9 @@ fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), Slic
         label(s, LABEL_MANAGED_BY) == Some(MANAGED_BY)
             && s.metadata.deletion_timestamp.is_none()
             && !replaced.contains(s.metadata.name.as_deref().unwrap_or(""))
+            && written().any(|w| same_group(w, s))
     });
-    let written = plan.create.iter().chain(plan.update.iter());
+    let written = written();
     // (slice, written?) for the final state of the Service's managed slices.
     let all = written.map(|s| (s, true)).chain(kept.map(|s| (s, false)));
     // A Service has a handful of port groups: a list scanned per slice beats hashing them.
@@ -658,17 +665,21 @@ mod tests {
         ]
     }
 
-    fn check(changes: SliceChanges, max: usize) -> Result<SlicePlan, SliceViolation> {
-        let stored = stored();
-        let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
-        let ctx = SliceContext {
+    /// The context of Service ns/foo with these stored slices.
+    fn context<'a>(stored: &'a [&'a EndpointSlice], max: usize) -> SliceContext<'a> {
+        SliceContext {
             namespace: "ns",
             name: "foo",
             service_uid: Some("svc-uid"),
-            stored: &stored,
+            stored,
             max_endpoints_per_slice: max,
-        };
-        validate_slices(&ctx, changes)
+        }
+    }
+
+    fn check(changes: SliceChanges, max: usize) -> Result<SlicePlan, SliceViolation> {
+        let stored = stored();
+        let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
+        validate_slices(&context(&stored, max), changes)
     }
 
     fn reason(changes: SliceChanges, max: usize) -> Refusal {
@@ -942,5 +953,39 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(reason(both, 100), Refusal::DuplicateEndpoint);
+    }
+
+    #[test]
+    fn only_port_groups_written_to_are_checked_for_duplicates() {
+        let port = |name: &str, number: i32| EndpointPort {
+            name: Some(name.into()),
+            port: Some(number),
+            protocol: Some("TCP".into()),
+            app_protocol: None,
+        };
+        // Two stored slices already repeat an endpoint (written by another weir version, say).
+        let mut kept = slice(Some("foo-b"), "foo", MANAGED_BY, &["10.0.0.5"]);
+        kept.ports = Some(vec![port("metrics", 9090), port("http", 8080)]);
+        let mut repeat = kept.clone();
+        repeat.metadata.name = Some("foo-c".into());
+        let mut stored = stored();
+        stored.extend([Arc::new(kept.clone()), Arc::new(repeat)]);
+        let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
+        let ctx = context(&stored, 100);
+        // Writing nothing, or writing to another port group, leaves them be.
+        assert!(validate_slices(&ctx, SliceChanges::default()).is_ok());
+        let elsewhere = slice(None, "foo", MANAGED_BY, &["10.0.0.6"]);
+        let create = |s: EndpointSlice| SliceChanges {
+            create: vec![s],
+            ..Default::default()
+        };
+        assert!(validate_slices(&ctx, create(elsewhere)).is_ok());
+        // A write to their group (its ports listed in another order) is checked against them.
+        let mut joining = kept;
+        joining.metadata.name = None;
+        joining.metadata.generate_name = Some("foo-".into());
+        joining.ports.as_mut().unwrap().reverse();
+        let err = validate_slices(&ctx, create(joining)).unwrap_err();
+        assert_eq!(err.reason, Refusal::DuplicateEndpoint, "{err}");
     }
 }
