@@ -554,11 +554,6 @@ fn display_name(slice: &EndpointSlice) -> String {
 /// the stored slices weir manages that the decision leaves in place.
 fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), SliceViolation> {
     let written = || plan.create.iter().chain(plan.update.iter());
-    // A refusal needs a written slice, so kept slices matter only in a port group something is
-    // written to. A decision that writes nothing, the usual resync, indexes no endpoint.
-    if written().next().is_none() {
-        return Ok(());
-    }
     let replaced: BTreeSet<&str> = plan
         .update
         .iter()
@@ -569,6 +564,9 @@ fn check_duplicates(ctx: &SliceContext<'_>, plan: &SlicePlan) -> Result<(), Slic
         label(s, LABEL_MANAGED_BY) == Some(MANAGED_BY)
             && s.metadata.deletion_timestamp.is_none()
             && !replaced.contains(s.metadata.name.as_deref().unwrap_or(""))
+            // A refusal needs a written slice, so a kept slice matters only in a port group
+            // something is written to: a decision that writes nothing (the usual resync)
+            // indexes no endpoint.
             && written().any(|w| same_group(w, s))
     });
     let written = written();
