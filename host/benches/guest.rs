@@ -324,6 +324,7 @@ fn check(guest: &Guest, case: &Case, decision: v2::Decision) -> (Action, SlicePl
         service_uid: request.service.as_ref().map(|s| s.uid.as_str()),
         stored: &[],
         max_endpoints_per_slice: request.max_endpoints_per_slice as usize,
+        pods: &request.pods,
     };
     let plan = plan(&ctx, decision.slices).expect("valid slice decision");
     (action, plan)

@@ -485,6 +485,7 @@ impl Case {
                 stored: &stored,
                 max_endpoints_per_slice: usize::try_from(self.max_endpoints_per_slice)
                     .unwrap_or(usize::MAX),
+                pods: &request.pods,
             },
             slices,
         )?;

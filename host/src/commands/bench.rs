@@ -13,8 +13,9 @@ use weir::runtime::Guest;
 /// (lowering the request, `reconcile`, lifting the decision) and validate (the host's
 /// contract check), plus their total. Every call runs as the controller runs it: a new
 /// instance per call, with the deadline and memory limits of the flags. A case that manages
-/// both Endpoints and EndpointSlices (the default) is timed a second time managing Endpoints
-/// only, and the difference is printed: what rendering the slices costs. A case whose call
+/// both Endpoints and EndpointSlices (the default) is also timed managing Endpoints only, call
+/// for call in alternation with it so that a machine's drift weighs on both alike, and the
+/// difference is printed: what rendering the slices costs. A case whose call
 /// fails is reported and not timed. Exits 0 when every case was timed, 1 when a case failed,
 /// 2 on bad arguments.
 #[derive(clap::Args, Debug)]
@@ -130,8 +131,20 @@ async fn bench(args: Args) -> ExitCode {
             .expect
             .as_ref()
             .is_some_and(|e| !compare_outcome(&case, e, &outcome).is_empty());
-        let samples = match time_case(&case, &guest, &args).await {
-            Ok(samples) => samples,
+        // Both renderings come from one call; timing the same case with Endpoints only shows
+        // what the EndpointSlices add. The two are timed in alternation, call by call, so a
+        // machine that slows down or speeds up during the run weighs on both alike.
+        let endpoints_only =
+            (case.outputs().endpoint_slices && case.outputs().endpoints).then(|| {
+                let mut endpoints_only = case.clone();
+                endpoints_only.manage = Some(vec![ManagedOutput::Endpoints]);
+                endpoints_only
+            });
+        let timed: Vec<&Case> = std::iter::once(&case)
+            .chain(endpoints_only.as_ref())
+            .collect();
+        let mut timed = match time_cases(&timed, &guest, &args).await {
+            Ok(samples) => samples.into_iter(),
             Err(e) => {
                 // A guest that succeeds once and then fails (a deadline missed under load)
                 // is worth knowing about; its timings would mislead, so stop this case.
@@ -139,6 +152,9 @@ async fn bench(args: Args) -> ExitCode {
                 println!("\nFAIL {}: a timed call failed: {e}", path.display());
                 continue;
             }
+        };
+        let Some(samples) = timed.next() else {
+            continue;
         };
         println!(
             "\n{} ({pods} pods selected): {}{}",
@@ -151,31 +167,19 @@ async fn bench(args: Args) -> ExitCode {
             }
         );
         print!("{}", table(&samples));
-        // Both renderings come from one call; timing the same case with Endpoints only shows
-        // what the EndpointSlices add.
-        if case.outputs().endpoint_slices && case.outputs().endpoints {
-            let mut endpoints_only = case.clone();
-            endpoints_only.manage = Some(vec![ManagedOutput::Endpoints]);
-            match time_case(&endpoints_only, &guest, &args).await {
-                Ok(base) => {
-                    println!("  the same case managing Endpoints only:");
-                    print!("{}", table(&base));
-                    if let (Some(both), Some(one)) =
-                        (Summary::of(&samples.total), Summary::of(&base.total))
-                    {
-                        let extra = both.median.as_secs_f64() / one.median.as_secs_f64() - 1.0;
-                        println!(
-                            "  EndpointSlices add {:+.0}% to the median total ({} vs {})",
-                            extra * 100.0,
-                            human(both.median),
-                            human(one.median)
-                        );
-                    }
-                }
-                Err(e) => {
-                    failed += 1;
-                    println!("\nFAIL {} (Endpoints only): {e}", path.display());
-                }
+        // The Endpoints-only samples, when they were taken, come next.
+        if let Some(base) = timed.next() {
+            println!("  the same case managing Endpoints only:");
+            print!("{}", table(&base));
+            if let (Some(both), Some(one)) = (Summary::of(&samples.total), Summary::of(&base.total))
+            {
+                let extra = both.median.as_secs_f64() / one.median.as_secs_f64() - 1.0;
+                println!(
+                    "  EndpointSlices add {:+.0}% to the median total ({} vs {})",
+                    extra * 100.0,
+                    human(both.median),
+                    human(one.median)
+                );
             }
         }
     }
@@ -186,23 +190,28 @@ async fn bench(args: Args) -> ExitCode {
     }
 }
 
-/// Warm-up calls, then timed calls of `case`; the first failing call ends it.
-async fn time_case(case: &Case, guest: &Guest, args: &Args) -> Result<Samples, String> {
+/// Times `cases` after warming each up: every round calls each case once, in order, so
+/// their samples are taken side by side. Stops at the first call that fails.
+async fn time_cases(cases: &[&Case], guest: &Guest, args: &Args) -> Result<Vec<Samples>, String> {
     for _ in 0..args.warmup {
-        let _ = case.run_timed(guest).await;
+        for case in cases {
+            let _ = case.run_timed(guest).await;
+        }
     }
-    let mut samples = Samples::default();
+    let mut all: Vec<Samples> = cases.iter().map(|_| Samples::default()).collect();
     for _ in 0..args.iterations {
-        let (result, timing, validate) = case.run_timed(guest).await;
-        result.map_err(|e| e.to_string())?;
-        samples.instantiate.push(timing.instantiate);
-        samples.call.push(timing.call);
-        samples.validate.push(validate);
-        samples
-            .total
-            .push(timing.instantiate + timing.call + validate);
+        for (case, samples) in cases.iter().zip(&mut all) {
+            let (result, timing, validate) = case.run_timed(guest).await;
+            result.map_err(|e| e.to_string())?;
+            samples.instantiate.push(timing.instantiate);
+            samples.call.push(timing.call);
+            samples.validate.push(validate);
+            samples
+                .total
+                .push(timing.instantiate + timing.call + validate);
+        }
     }
-    Ok(samples)
+    Ok(all)
 }
 
 fn table(samples: &Samples) -> String {

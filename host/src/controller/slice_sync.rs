@@ -296,13 +296,14 @@ impl Syncer {
         )
     }
 
-    /// Validates the slice part of a decision against the stored slices.
+    /// Validates the slice part of a decision against the stored slices and the request's
+    /// pods, which the decision's endpoints may name.
     pub fn plan_slices(
         &self,
         namespace: &str,
         name: &str,
         service_uid: &str,
-        stored: &[Arc<EndpointSlice>],
+        (stored, pods): (&[Arc<EndpointSlice>], &[v2::Pod]),
         changes: v2::SliceChanges,
     ) -> Result<SlicePlan, SliceViolation> {
         let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
@@ -312,6 +313,7 @@ impl Syncer {
             service_uid: (!service_uid.is_empty()).then_some(service_uid),
             stored: &stored,
             max_endpoints_per_slice: self.outputs.max_endpoints_per_slice,
+            pods,
         };
         crate::reconcile::validate_slices::plan(&ctx, changes)
     }

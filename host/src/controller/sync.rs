@@ -342,7 +342,7 @@ impl Syncer {
         } else {
             Vec::new()
         };
-        let request = self.request_v0_2(request, &stored_slices, slices_on);
+        let mut request = self.request_v0_2(request, &stored_slices, slices_on);
         // The decision was made for this view of the Service; its slice writes follow it
         // (no creates for a Service being deleted, R4.22a).
         let deleting = request.service.as_ref().is_some_and(|s| s.deleting);
@@ -358,11 +358,12 @@ impl Syncer {
             // The shadow may be a different policy, with a configuration of its own.
             Some(shadow) => Some(match &self.shadow_config {
                 Some(config) => {
-                    let request = v2::Request {
-                        config: config.clone(),
-                        ..request
-                    };
-                    shadow.call_v0_2(&request).await
+                    // The request is needed again afterwards (its pods resolve the
+                    // decisions' endpoints): lend it the shadow's configuration.
+                    let own = std::mem::replace(&mut request.config, config.clone());
+                    let decision = shadow.call_v0_2(&request).await;
+                    request.config = own;
+                    decision
                 }
                 None => shadow.call_v0_2(&request).await,
             }),
@@ -389,7 +390,8 @@ impl Syncer {
                 Action::None
             };
             let plan = if slices_on {
-                match self.plan_slices(namespace, name, &service_uid, &stored_slices, slices) {
+                let stored = (stored_slices.as_slice(), request.pods.as_slice());
+                match self.plan_slices(namespace, name, &service_uid, stored, slices) {
                     Ok(plan) => plan,
                     Err(v) => {
                         return Err(self.refuse_slices(namespace, name, &service_uid, v).await);
@@ -425,7 +427,7 @@ impl Syncer {
                 (namespace, name, &service_uid),
                 (&action, &plan),
                 shadow,
-                (stored.as_deref(), &stored_slices),
+                (stored.as_deref(), &stored_slices, &request.pods),
                 max_addresses,
             );
         }
@@ -477,9 +479,10 @@ impl Syncer {
         (namespace, name, uid): (&str, &str, &str),
         (active, active_plan): (&Action, &SlicePlan),
         shadow: Result<v2::Decision, CallError>,
-        (stored, stored_slices): (
+        (stored, stored_slices, pods): (
             Option<&k8s_openapi::api::core::v1::Endpoints>,
             &[Arc<EndpointSlice>],
+            &[v2::Pod],
         ),
         max_addresses: usize,
     ) {
@@ -509,7 +512,7 @@ impl Syncer {
             {
                 SlicePlan::default()
             } else {
-                self.plan_slices(namespace, name, uid, stored_slices, d.slices)
+                self.plan_slices(namespace, name, uid, (stored_slices, pods), d.slices)
                     .map_err(|e| e.to_string())?
             };
             Ok((action, plan))
@@ -829,7 +832,7 @@ mod tests {
         let request = s.request_v0_2(*request, &stored, true);
         let decision = s.guest.current().call_v0_2(&request).await.unwrap();
         assert!(decision.errors.is_empty(), "{:?}", decision.errors);
-        s.plan_slices("ns", "s", "u1", &stored, decision.slices)
+        s.plan_slices("ns", "s", "u1", (&stored, &request.pods), decision.slices)
             .unwrap()
     }
 

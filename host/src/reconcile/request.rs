@@ -9,7 +9,7 @@
 
 use k8s_openapi::api::discovery::v1 as discovery;
 
-use super::view_slices::{NodeZones, slice};
+use super::view_slices::{NodeZones, RequestPods, slice};
 use crate::runtime::bindings as v1;
 use crate::runtime::bindings_v0_2 as wit;
 use crate::runtime::convert::Convert;
@@ -53,7 +53,7 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
         view.deleting = inputs.deleting;
         view
     });
-    let pods = pods
+    let pods: Vec<wit::Pod> = pods
         .into_iter()
         .map(|p| {
             let mut view: wit::Pod = p.convert();
@@ -66,15 +66,20 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
             view
         })
         .collect();
+    // Stored slices are the guest's to compare only when the host writes slices; the
+    // Endpoints-only request stays as small as 0.1.0's.
+    let endpoint_slices = if inputs.manage.endpoint_slices && !inputs.slices.is_empty() {
+        let by_name = RequestPods::new(&pods);
+        inputs
+            .slices
+            .iter()
+            .map(|s| slice(s, &namespace, &by_name))
+            .collect()
+    } else {
+        Vec::new()
+    };
     wit::Request {
-        // Stored slices are the guest's to compare only when the host writes slices; the
-        // Endpoints-only request stays as small as 0.1.0's (a slice of 100 endpoints is some
-        // 900 strings to lower).
-        endpoint_slices: if inputs.manage.endpoint_slices {
-            inputs.slices.iter().map(|s| slice(s, &namespace)).collect()
-        } else {
-            Vec::new()
-        },
+        endpoint_slices,
         namespace,
         name,
         service,

@@ -153,6 +153,8 @@ pub struct SliceContext<'a> {
     pub stored: &'a [&'a EndpointSlice],
     /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: usize,
+    /// The request's pods, which endpoints may name (`endpoint-source.pod`).
+    pub pods: &'a [crate::runtime::bindings_v0_2::Pod],
 }
 
 /// The slice part of a guest's 0.2.0 decision as Kubernetes objects (an update on the
@@ -168,20 +170,31 @@ pub fn plan(
             .copied()
             .find(|s| s.metadata.name.as_deref() == Some(n))
     };
+    // An endpoint naming a pod or address the request lacks is a contract breach.
+    let object = |s: crate::runtime::bindings_v0_2::EndpointSlice,
+                  stored: Option<&EndpointSlice>| {
+        let name = if s.name.is_empty() {
+            format!("{}*", s.generate_name)
+        } else {
+            s.name.clone()
+        };
+        slice_object(s, stored, ctx.pods)
+            .map_err(|e| refuse(Refusal::Invalid, format!("slice {name}: {e}")))
+    };
     let changes = SliceChanges {
         create: changes
             .create
             .into_iter()
-            .map(|s| slice_object(s, None))
-            .collect(),
+            .map(|s| object(s, None))
+            .collect::<Result<_, _>>()?,
         update: changes
             .update
             .into_iter()
             .map(|s| {
                 let stored = by_name(&s.name);
-                slice_object(s, stored)
+                object(s, stored)
             })
-            .collect(),
+            .collect::<Result<_, _>>()?,
         delete: changes.delete,
     };
     validate_slices(ctx, changes)
@@ -671,6 +684,7 @@ mod tests {
             service_uid: Some("svc-uid"),
             stored,
             max_endpoints_per_slice: max,
+            pods: &[],
         }
     }
 
@@ -719,6 +733,33 @@ mod tests {
                 name: "foo-a".into(),
                 uid: "uid-foo-a".into()
             }]
+        );
+    }
+
+    #[test]
+    fn refuses_an_endpoint_naming_a_pod_the_request_lacks() {
+        use crate::reconcile::view_slices::{RequestPods, slice as view};
+        use crate::runtime::bindings_v0_2 as wit;
+        let decided = |at: wit::PodIp| {
+            let new = slice(None, "foo", MANAGED_BY, &["10.0.0.1"]);
+            let mut new = view(&new, "ns", &RequestPods::new(&[]));
+            new.endpoints[0].source = wit::EndpointSource::Pod(at);
+            let stored = stored();
+            let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
+            plan(
+                &context(&stored, 100),
+                wit::SliceChanges {
+                    create: vec![new],
+                    update: Vec::new(),
+                    delete: Vec::new(),
+                },
+            )
+        };
+        let refused = decided(wit::PodIp { pod: 0, ip: 0 }).unwrap_err();
+        assert_eq!(refused.reason, Refusal::Invalid);
+        assert_eq!(
+            refused.message,
+            "slice foo-*: endpoints[0]: names pod 0 of the request, which has 0 pods"
         );
     }
 

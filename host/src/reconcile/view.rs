@@ -154,15 +154,20 @@ fn address_view(a: &core::EndpointAddress) -> wit::EndpointAddress {
         ip: a.ip.clone(),
         hostname: a.hostname.clone().unwrap_or_default(),
         node_name: a.node_name.clone(),
-        // targetRef.resourceVersion is deliberately not carried: it never matters (spec §11.2).
-        target_ref: a.target_ref.as_ref().map(|r| wit::ObjectReference {
-            kind: r.kind.clone().unwrap_or_default(),
-            namespace: r.namespace.clone().unwrap_or_default(),
-            name: r.name.clone().unwrap_or_default(),
-            uid: r.uid.clone().unwrap_or_default(),
-            api_version: r.api_version.clone().unwrap_or_default(),
-            field_path: r.field_path.clone().unwrap_or_default(),
-        }),
+        target_ref: a.target_ref.as_ref().map(reference_view),
+    }
+}
+
+/// The contract's form of a reference: absent fields read as empty, and no resourceVersion,
+/// which never matters (spec §11.2).
+pub(super) fn reference_view(r: &core::ObjectReference) -> wit::ObjectReference {
+    wit::ObjectReference {
+        kind: r.kind.clone().unwrap_or_default(),
+        namespace: r.namespace.clone().unwrap_or_default(),
+        name: r.name.clone().unwrap_or_default(),
+        uid: r.uid.clone().unwrap_or_default(),
+        api_version: r.api_version.clone().unwrap_or_default(),
+        field_path: r.field_path.clone().unwrap_or_default(),
     }
 }
 

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use super::view::{non_empty, object_reference};
+use super::view::{non_empty, object_reference, reference_view};
 use crate::runtime::bindings_v0_2 as wit;
 use crate::runtime::convert::Convert;
 
@@ -30,9 +30,65 @@ fn map(pairs: Vec<wit::KeyValue>) -> Option<BTreeMap<String, String>> {
     (!pairs.is_empty()).then(|| pairs.into_iter().map(|kv| (kv.key, kv.value)).collect())
 }
 
+/// The request's pods by name, to send a stored endpoint that is exactly what its pod gives
+/// as that pod (`endpoint-source.pod`) instead of as strings: a stored slice of 100 such
+/// endpoints then lowers some 900 strings fewer into the guest.
+pub struct RequestPods<'a> {
+    pods: &'a [wit::Pod],
+    // foldhash: several times faster than SipHash on pod names, and randomly seeded.
+    by_name: HashMap<&'a str, usize, foldhash::fast::RandomState>,
+}
+
+impl<'a> RequestPods<'a> {
+    /// Indexes `pods`, the request's.
+    pub fn new(pods: &'a [wit::Pod]) -> Self {
+        let by_name = pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.name.as_str(), i))
+            .collect();
+        RequestPods { pods, by_name }
+    }
+
+    /// The pod address `e` is exactly the endpoint of, as the contract defines
+    /// `endpoint-source.pod`: its one address, a `Pod` reference without apiVersion or
+    /// fieldPath (empty and absent read alike, as in the spelled-out view), the pod's
+    /// `nodeName` (absent when empty) and zone.
+    fn pod_ip(&self, e: &discovery::Endpoint) -> Option<wit::PodIp> {
+        fn text(s: &Option<String>) -> &str {
+            s.as_deref().unwrap_or("")
+        }
+        let [address] = e.addresses.as_slice() else {
+            return None;
+        };
+        let r = e.target_ref.as_ref()?;
+        let i = *self.by_name.get(text(&r.name))?;
+        let pod = &self.pods[i];
+        let same = text(&r.kind) == "Pod"
+            && text(&r.namespace) == pod.namespace
+            && text(&r.uid) == pod.uid
+            && text(&r.api_version).is_empty()
+            && text(&r.field_path).is_empty()
+            && e.node_name.as_deref() == Some(pod.node_name.as_str()).filter(|n| !n.is_empty())
+            && e.zone == pod.zone;
+        if !same {
+            return None;
+        }
+        let ip = pod.pod_ips.iter().position(|ip| ip == address)?;
+        Some(wit::PodIp {
+            pod: u32::try_from(i).ok()?,
+            ip: u32::try_from(ip).ok()?,
+        })
+    }
+}
+
 /// The view of a stored EndpointSlice. `namespace` stands in for an object whose metadata
-/// lacks one.
-pub fn slice(slice: &discovery::EndpointSlice, namespace: &str) -> wit::EndpointSlice {
+/// lacks one; endpoints of `pods` name their pod.
+pub fn slice(
+    slice: &discovery::EndpointSlice,
+    namespace: &str,
+    pods: &RequestPods<'_>,
+) -> wit::EndpointSlice {
     let meta = &slice.metadata;
     wit::EndpointSlice {
         namespace: meta
@@ -59,7 +115,12 @@ pub fn slice(slice: &discovery::EndpointSlice, namespace: &str) -> wit::Endpoint
         resource_version: meta.resource_version.clone().unwrap_or_default(),
         deleting: meta.deletion_timestamp.is_some(),
         address_type: slice.address_type.clone(),
-        endpoints: slice.endpoints.iter().flatten().map(endpoint).collect(),
+        endpoints: slice
+            .endpoints
+            .iter()
+            .flatten()
+            .map(|e| endpoint(e, pods))
+            .collect(),
         ports: slice.ports.as_ref().map(|ports| {
             ports
                 .iter()
@@ -74,26 +135,26 @@ pub fn slice(slice: &discovery::EndpointSlice, namespace: &str) -> wit::Endpoint
     }
 }
 
-fn endpoint(e: &discovery::Endpoint) -> wit::Endpoint {
-    let conditions = e.conditions.clone().unwrap_or_default();
+fn endpoint(e: &discovery::Endpoint, pods: &RequestPods<'_>) -> wit::Endpoint {
+    let conditions = e.conditions.as_ref();
+    let source = match pods.pod_ip(e) {
+        Some(at) => wit::EndpointSource::Pod(at),
+        None => wit::EndpointSource::Given(wit::EndpointLocation {
+            addresses: e.addresses.clone(),
+            // The two contract versions' references have the same fields.
+            target_ref: e.target_ref.as_ref().map(|r| reference_view(r).convert()),
+            node_name: e.node_name.clone(),
+            zone: e.zone.clone(),
+        }),
+    };
     wit::Endpoint {
-        addresses: e.addresses.clone(),
+        source,
         conditions: wit::EndpointConditions {
-            ready: conditions.ready,
-            serving: conditions.serving,
-            terminating: conditions.terminating,
+            ready: conditions.and_then(|c| c.ready),
+            serving: conditions.and_then(|c| c.serving),
+            terminating: conditions.and_then(|c| c.terminating),
         },
         hostname: e.hostname.clone(),
-        target_ref: e.target_ref.as_ref().map(|r| wit::ObjectReference {
-            kind: r.kind.clone().unwrap_or_default(),
-            namespace: r.namespace.clone().unwrap_or_default(),
-            name: r.name.clone().unwrap_or_default(),
-            uid: r.uid.clone().unwrap_or_default(),
-            api_version: r.api_version.clone().unwrap_or_default(),
-            field_path: r.field_path.clone().unwrap_or_default(),
-        }),
-        node_name: e.node_name.clone(),
-        zone: e.zone.clone(),
         hints: e.hints.as_ref().map(|h| wit::EndpointHints {
             for_zones: h
                 .for_zones
@@ -113,11 +174,20 @@ fn endpoint(e: &discovery::Endpoint) -> wit::Endpoint {
 
 /// The EndpointSlice object a decision's slice describes. With `stored`, every metadata
 /// field the contract does not carry (uid, finalizers, managed fields, ...) is kept from it.
-/// The guest's strings move into the object: a 100-endpoint slice holds some 700 of them.
+/// The guest's strings move into the object; an endpoint that names a pod of `pods` (the
+/// request's) gets that pod's. Fails, naming the endpoint, when it names a pod or address
+/// the request does not have.
 pub fn slice_object(
     s: wit::EndpointSlice,
     stored: Option<&discovery::EndpointSlice>,
-) -> discovery::EndpointSlice {
+    pods: &[wit::Pod],
+) -> Result<discovery::EndpointSlice, String> {
+    let endpoints = s
+        .endpoints
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| endpoint_object(e, pods).map_err(|e| format!("endpoints[{i}]: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut metadata: ObjectMeta = stored.map(|o| o.metadata.clone()).unwrap_or_default();
     metadata.namespace = non_empty(s.namespace);
     metadata.name = non_empty(s.name);
@@ -138,10 +208,10 @@ pub fn slice_object(
             })
             .collect()
     });
-    discovery::EndpointSlice {
+    Ok(discovery::EndpointSlice {
         metadata,
         address_type: s.address_type,
-        endpoints: Some(s.endpoints.into_iter().map(endpoint_object).collect()),
+        endpoints: Some(endpoints),
         ports: s.ports.map(|ports| {
             ports
                 .into_iter()
@@ -153,12 +223,16 @@ pub fn slice_object(
                 })
                 .collect()
         }),
-    }
+    })
 }
 
-fn endpoint_object(e: wit::Endpoint) -> discovery::Endpoint {
-    discovery::Endpoint {
-        addresses: e.addresses,
+fn endpoint_object(e: wit::Endpoint, pods: &[wit::Pod]) -> Result<discovery::Endpoint, String> {
+    let location = match e.source {
+        wit::EndpointSource::Given(location) => location,
+        wit::EndpointSource::Pod(at) => pod_location(at, pods)?,
+    };
+    Ok(discovery::Endpoint {
+        addresses: location.addresses,
         conditions: Some(discovery::EndpointConditions {
             ready: e.conditions.ready,
             serving: e.conditions.serving,
@@ -180,11 +254,49 @@ fn endpoint_object(e: wit::Endpoint) -> discovery::Endpoint {
             }),
         }),
         hostname: e.hostname,
-        node_name: e.node_name,
+        node_name: location.node_name,
         // The two contract versions' references have the same fields; one conversion serves both.
-        target_ref: e.target_ref.map(|r| object_reference(r.convert())),
-        zone: e.zone,
-    }
+        target_ref: location.target_ref.map(|r| object_reference(r.convert())),
+        zone: location.zone,
+    })
+}
+
+/// What `endpoint-source.pod` stands for: the endpoint of `pods[at.pod]` at `pod-ips[at.ip]`.
+fn pod_location(at: wit::PodIp, pods: &[wit::Pod]) -> Result<wit::EndpointLocation, String> {
+    let pod = usize::try_from(at.pod)
+        .ok()
+        .and_then(|i| pods.get(i))
+        .ok_or_else(|| {
+            format!(
+                "names pod {} of the request, which has {} pods",
+                at.pod,
+                pods.len()
+            )
+        })?;
+    let ip = usize::try_from(at.ip)
+        .ok()
+        .and_then(|i| pod.pod_ips.get(i))
+        .ok_or_else(|| {
+            format!(
+                "names address {} of pod {}, which has {}",
+                at.ip,
+                pod.name,
+                pod.pod_ips.len()
+            )
+        })?;
+    Ok(wit::EndpointLocation {
+        addresses: vec![ip.clone()],
+        target_ref: Some(wit::ObjectReference {
+            kind: "Pod".into(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+            api_version: String::new(),
+            field_path: String::new(),
+        }),
+        node_name: Some(pod.node_name.clone()).filter(|n| !n.is_empty()),
+        zone: pod.zone.clone(),
+    })
 }
 
 /// What a Node tells the slice controller: its zone label, when set and non-empty.
@@ -264,6 +376,112 @@ mod tests {
         assert_eq!(milli_cpu("lots"), None);
     }
 
+    /// A request pod `ns/<name>` (uid `<name>-uid`) on `node` with `ips`, its Node in `zone`.
+    fn request_pod(name: &str, node: &str, ips: &[&str], zone: Option<&str>) -> wit::Pod {
+        let pod: core::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("{name}-uid")},
+            "spec": {"nodeName": node, "containers": []},
+            "status": {"podIPs": ips.iter().map(|ip| serde_json::json!({"ip": ip}))
+                .collect::<Vec<_>>()}
+        }))
+        .unwrap();
+        let mut view: wit::Pod = super::super::view::pod(&pod).convert();
+        view.node_exists = !node.is_empty();
+        view.zone = zone.map(str::to_string);
+        view
+    }
+
+    #[test]
+    fn stored_endpoints_name_their_pod_exactly_when_it_says_the_same() {
+        let pods = [
+            request_pod("a", "node-1", &["10.0.0.1"], Some("zone-a")),
+            request_pod("b", "node-2", &["10.0.0.2", "fd00::2"], None),
+            request_pod("c", "", &["10.0.0.3"], None),
+        ];
+        let own = |name: &str, ip: &str, node: Option<&str>, zone: Option<&str>| {
+            serde_json::json!({"addresses": [ip],
+                "conditions": {"ready": true, "serving": true, "terminating": false},
+                "nodeName": node, "zone": zone,
+                "targetRef": {"kind": "Pod", "namespace": "ns", "name": name,
+                    "uid": format!("{name}-uid")}})
+        };
+        let mut endpoints = vec![
+            own("a", "10.0.0.1", Some("node-1"), Some("zone-a")),
+            own("b", "fd00::2", Some("node-2"), None),
+            own("c", "10.0.0.3", None, None),
+        ];
+        // Each of these differs from its pod's own endpoint in one field.
+        let mut differ = |change: &dyn Fn(&mut serde_json::Value)| {
+            let mut e = own("a", "10.0.0.1", Some("node-1"), Some("zone-a"));
+            change(&mut e);
+            endpoints.push(e);
+        };
+        differ(&|e| e["addresses"] = serde_json::json!(["10.0.0.9"]));
+        differ(&|e| e["addresses"] = serde_json::json!(["10.0.0.1", "10.0.0.9"]));
+        differ(&|e| e["nodeName"] = serde_json::json!("node-9"));
+        differ(&|e| e["nodeName"] = serde_json::Value::Null);
+        differ(&|e| e["zone"] = serde_json::json!("zone-b"));
+        differ(&|e| e["targetRef"]["uid"] = serde_json::json!("other"));
+        differ(&|e| e["targetRef"]["kind"] = serde_json::json!("Node"));
+        differ(&|e| e["targetRef"]["namespace"] = serde_json::json!("other"));
+        differ(&|e| e["targetRef"]["name"] = serde_json::json!("z"));
+        differ(&|e| e["targetRef"]["apiVersion"] = serde_json::json!("v1"));
+        differ(&|e| e["targetRef"]["fieldPath"] = serde_json::json!("spec"));
+        differ(&|e| {
+            e.as_object_mut().unwrap().remove("targetRef");
+        });
+        let object: discovery::EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-abc", "namespace": "ns"},
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+        }))
+        .unwrap();
+        let view = slice(&object, "ns", &RequestPods::new(&pods));
+        let sources: Vec<Option<(u32, u32)>> = view
+            .endpoints
+            .iter()
+            .map(|e| match &e.source {
+                wit::EndpointSource::Pod(at) => Some((at.pod, at.ip)),
+                wit::EndpointSource::Given(_) => None,
+            })
+            .collect();
+        let mut expected = vec![Some((0, 0)), Some((1, 1)), Some((2, 0))];
+        expected.resize(sources.len(), None);
+        assert_eq!(sources, expected);
+        // Either form reads back as the stored object.
+        assert_eq!(slice_object(view, None, &pods), Ok(object));
+    }
+
+    #[test]
+    fn an_endpoint_naming_a_pod_or_address_the_request_lacks_is_an_error() {
+        let pods = [request_pod("a", "node-1", &["10.0.0.1"], None)];
+        let written = |at: wit::PodIp| {
+            let mut view = slice(
+                &serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "web-abc"}, "addressType": "IPv4",
+                    "endpoints": [{"addresses": ["10.0.0.1"]}]
+                }))
+                .unwrap(),
+                "ns",
+                &RequestPods::new(&pods),
+            );
+            view.endpoints[0].source = wit::EndpointSource::Pod(at);
+            slice_object(view, None, &pods)
+        };
+        let ok = written(wit::PodIp { pod: 0, ip: 0 }).unwrap();
+        let endpoint = &ok.endpoints.as_ref().unwrap()[0];
+        assert_eq!(endpoint.addresses, ["10.0.0.1"]);
+        assert_eq!(endpoint.node_name.as_deref(), Some("node-1"));
+        assert_eq!(
+            written(wit::PodIp { pod: 1, ip: 0 }),
+            Err("endpoints[0]: names pod 1 of the request, which has 1 pods".into())
+        );
+        assert_eq!(
+            written(wit::PodIp { pod: 0, ip: 1 }),
+            Err("endpoints[0]: names address 1 of pod a, which has 1".into())
+        );
+    }
+
     #[test]
     fn slice_round_trips_through_the_view() {
         let object: discovery::EndpointSlice = serde_json::from_value(serde_json::json!({
@@ -279,7 +497,7 @@ mod tests {
                 "targetRef": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "pu"}}]
         }))
         .unwrap();
-        let view = slice(&object, "ns");
-        assert_eq!(slice_object(view, None), object);
+        let view = slice(&object, "ns", &RequestPods::new(&[]));
+        assert_eq!(slice_object(view, None, &[]), Ok(object));
     }
 }

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::Plan;
+use super::location::locate;
 use crate::policy::Context;
-use crate::types::{Endpoint, EndpointHints, EndpointSlice, ServiceEvent};
+use crate::types::{Endpoint, EndpointHints, EndpointSlice, Pod, ServiceEvent};
 use crate::well_known::{TOPOLOGY_AWARE_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION};
 
 /// Share a zone may exceed its fair allocation by before hints are refused (R5.11).
@@ -39,10 +40,11 @@ pub fn apply(ctx: &Context<'_>, plan: &mut Plan<'_>, events: &mut Vec<ServiceEve
         topology_aware(ctx, plan, events);
     } else if let Some(distribution) = traffic_distribution(ctx) {
         let same_node = distribution == "PreferSameNode";
-        move_unchanged_where(plan, |e| !has_wanted_hint(e, same_node));
+        let pods = &ctx.request.pods;
+        move_unchanged_where(plan, |e| !has_wanted_hint(e, same_node, pods));
         for slice in plan.create.iter_mut().chain(plan.update.iter_mut()) {
             for endpoint in slice.endpoints.iter_mut().filter(|e| is_ready(e)) {
-                endpoint.hints = wanted_hint(endpoint, same_node);
+                endpoint.hints = wanted_hint(endpoint, same_node, pods);
             }
         }
     } else {
@@ -72,10 +74,11 @@ fn is_ready(endpoint: &Endpoint) -> bool {
 
 /// The hint a ready endpoint gets under `trafficDistribution` (R5.6): its own zone, and its
 /// own node for `PreferSameNode`; `None` when it has neither.
-fn wanted_hint(endpoint: &Endpoint, same_node: bool) -> Option<EndpointHints> {
-    let for_zones: Vec<String> = endpoint.zone.iter().cloned().collect();
+fn wanted_hint(endpoint: &Endpoint, same_node: bool, pods: &[Pod]) -> Option<EndpointHints> {
+    let location = locate(endpoint, pods);
+    let for_zones: Vec<String> = location.zone.iter().map(|z| z.to_string()).collect();
     let for_nodes: Vec<String> = if same_node {
-        endpoint.node_name.iter().cloned().collect()
+        location.node_name.iter().map(|n| n.to_string()).collect()
     } else {
         Vec::new()
     };
@@ -87,14 +90,14 @@ fn wanted_hint(endpoint: &Endpoint, same_node: bool) -> Option<EndpointHints> {
 
 /// Whether an unchanged slice's endpoint already carries the hint it should (R5.7); only
 /// ready endpoints count, and absent lists read as empty.
-fn has_wanted_hint(endpoint: &Endpoint, same_node: bool) -> bool {
+fn has_wanted_hint(endpoint: &Endpoint, same_node: bool, pods: &[Pod]) -> bool {
     if !is_ready(endpoint) {
         return true;
     }
     fn lists(h: Option<&EndpointHints>) -> (&[String], &[String]) {
         h.map_or((&[], &[]), |h| (&h.for_zones, &h.for_nodes))
     }
-    let wanted = wanted_hint(endpoint, same_node);
+    let wanted = wanted_hint(endpoint, same_node, pods);
     lists(wanted.as_ref()) == lists(endpoint.hints.as_ref())
 }
 
@@ -263,9 +266,11 @@ fn topology_aware(ctx: &Context<'_>, plan: &mut Plan<'_>, events: &mut Vec<Servi
         }
     }
     // R5.13: every ready endpoint being written starts with its own zone.
+    let pods = &ctx.request.pods;
     for slice in plan.create.iter_mut().chain(plan.update.iter_mut()) {
         for endpoint in slice.endpoints.iter_mut().filter(|e| is_ready(e)) {
-            let Some(zone) = endpoint.zone.clone().filter(|z| !z.is_empty()) else {
+            let zone = locate(endpoint, pods).zone.filter(|z| !z.is_empty());
+            let Some(zone) = zone.map(str::to_string) else {
                 events.push(disabled(
                     ctx,
                     "One or more endpoints do not have a zone specified",
@@ -307,7 +312,7 @@ fn topology_aware(ctx: &Context<'_>, plan: &mut Plan<'_>, events: &mut Vec<Servi
             if giving.is_empty() || receiving.is_empty() {
                 break 'slices;
             }
-            let Some(zone) = endpoint.zone.clone() else {
+            let Some(zone) = locate(endpoint, pods).zone.map(str::to_string) else {
                 continue;
             };
             let Some(left) = giving.get_mut(&zone) else {

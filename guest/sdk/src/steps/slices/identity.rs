@@ -9,7 +9,8 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 use foldhash::SharedSeed;
 use foldhash::quality::SeedableRandomState;
 
-use crate::types::{Endpoint, EndpointSlicePort};
+use super::location::{Location, locate};
+use crate::types::{Endpoint, EndpointSlicePort, EndpointSource, Pod};
 
 /// A port list's group key: its ports as a sorted set, absent fields distinct from empty ones
 /// (R3.6). An absent list groups with an empty one (R10.4: upstream's later behaviour, which
@@ -48,17 +49,26 @@ pub fn port_key(ports: Option<&[EndpointSlicePort]>) -> PortKey<'_> {
 }
 
 /// Whether `a` and `b` are the same endpoint: same set of addresses, hostname (absent reads
-/// as empty), and pod namespace and name (R4.9).
-pub fn same_endpoint(a: &Endpoint, b: &Endpoint) -> bool {
-    fn target(e: &Endpoint) -> (&str, &str) {
-        e.target_ref
-            .as_ref()
-            .map(|r| (r.namespace.as_str(), r.name.as_str()))
-            .unwrap_or_default()
+/// as empty), and pod namespace and name (R4.9). Pod indices refer to `pods`.
+pub fn same_endpoint(a: &Endpoint, b: &Endpoint, pods: &[Pod]) -> bool {
+    if a.hostname.as_deref().unwrap_or("") != b.hostname.as_deref().unwrap_or("") {
+        return false;
     }
-    a.hostname.as_deref().unwrap_or("") == b.hostname.as_deref().unwrap_or("")
-        && target(a) == target(b)
-        && same_addresses(&a.addresses, &b.addresses)
+    // The usual case: both name the same pod address, so everything else is equal too.
+    if let (EndpointSource::Pod(x), EndpointSource::Pod(y)) = (&a.source, &b.source)
+        && x == y
+    {
+        return true;
+    }
+    let (a, b) = (locate(a, pods), locate(b, pods));
+    target(&a) == target(&b) && same_addresses(a.addresses, b.addresses)
+}
+
+/// The pod namespace and name of an identity (absent reads as empty).
+fn target<'a>(l: &Location<'a>) -> (&'a str, &'a str) {
+    l.target_ref
+        .map(|r| (r.namespace, r.name))
+        .unwrap_or_default()
 }
 
 fn same_addresses(a: &[String], b: &[String]) -> bool {
@@ -75,16 +85,15 @@ fn same_addresses(a: &[String], b: &[String]) -> bool {
     a == b
 }
 
-/// A hash of an endpoint's identity, consistent with [`same_endpoint`]: several addresses are
-/// combined order-independently, so no sorted copy is needed.
-fn identity_hash(state: &SeedableRandomState, e: &Endpoint) -> u64 {
+/// A hash of an endpoint's identity, consistent with [`same_endpoint`] whichever way each
+/// endpoint was sent: several addresses are combined order-independently, so no sorted copy
+/// is needed.
+fn identity_hash(state: &SeedableRandomState, e: &Endpoint, pods: &[Pod]) -> u64 {
     let mut hasher = state.build_hasher();
     e.hostname.as_deref().unwrap_or("").hash(&mut hasher);
-    match &e.target_ref {
-        Some(r) => (r.namespace.as_str(), r.name.as_str()).hash(&mut hasher),
-        None => ("", "").hash(&mut hasher),
-    }
-    match e.addresses.as_slice() {
+    let location = locate(e, pods);
+    target(&location).hash(&mut hasher);
+    match location.addresses {
         // The usual case: same identity implies the same single address, no order to ignore.
         [address] => address.hash(&mut hasher),
         addresses => {
@@ -100,12 +109,20 @@ fn identity_hash(state: &SeedableRandomState, e: &Endpoint) -> u64 {
 
 /// Whether `desired` and `stored`, the same endpoint, need no write: `nodeName`, `zone`, the
 /// three conditions and `targetRef` are equal, an absent value differing from a present one.
-/// Hints, hostname and address order are not compared (R4.10).
-pub fn endpoints_equal_beyond_identity(desired: &Endpoint, stored: &Endpoint) -> bool {
-    desired.node_name == stored.node_name
-        && desired.zone == stored.zone
-        && desired.conditions == stored.conditions
-        && desired.target_ref == stored.target_ref
+/// Hints, hostname and address order are not compared (R4.10). Pod indices refer to `pods`.
+pub fn endpoints_equal_beyond_identity(
+    desired: &Endpoint,
+    stored: &Endpoint,
+    pods: &[Pod],
+) -> bool {
+    if desired.conditions != stored.conditions {
+        return false;
+    }
+    if desired.source == stored.source {
+        return true;
+    }
+    let (d, s) = (locate(desired, pods), locate(stored, pods));
+    d.node_name == s.node_name && d.zone == s.zone && d.target_ref == s.target_ref
 }
 
 /// The hash of endpoint identities: foldhash, several times faster than std's SipHash on
@@ -161,10 +178,11 @@ impl Hasher for Prehashed {
 }
 
 impl EndpointIndex {
-    /// Adds `endpoint`; one with the same identity is replaced in place (R2.9d).
-    pub fn insert(&mut self, endpoint: Endpoint) {
-        let hash = identity_hash(&self.state.0, &endpoint);
-        if let Some(i) = self.position(hash, &endpoint) {
+    /// Adds `endpoint`; one with the same identity is replaced in place (R2.9d). Pod indices
+    /// refer to `pods`, here and in [`EndpointIndex::take`].
+    pub fn insert(&mut self, endpoint: Endpoint, pods: &[Pod]) {
+        let hash = identity_hash(&self.state.0, &endpoint, pods);
+        if let Some(i) = self.position(hash, &endpoint, pods) {
             self.endpoints[i] = Some(endpoint);
             return;
         }
@@ -179,11 +197,11 @@ impl EndpointIndex {
     }
 
     /// The position of the held endpoint with `endpoint`'s identity, whose hash is `hash`.
-    fn position(&self, hash: u64, endpoint: &Endpoint) -> Option<usize> {
+    fn position(&self, hash: u64, endpoint: &Endpoint, pods: &[Pod]) -> Option<usize> {
         let matches = |i: &usize| {
             self.endpoints[*i]
                 .as_ref()
-                .is_some_and(|e| same_endpoint(e, endpoint))
+                .is_some_and(|e| same_endpoint(e, endpoint, pods))
         };
         self.by_hash
             .get(&hash)
@@ -193,8 +211,8 @@ impl EndpointIndex {
     }
 
     /// Takes out the desired endpoint with `stored`'s identity, if one is left.
-    pub fn take(&mut self, stored: &Endpoint) -> Option<Endpoint> {
-        let i = self.position(identity_hash(&self.state.0, stored), stored)?;
+    pub fn take(&mut self, stored: &Endpoint, pods: &[Pod]) -> Option<Endpoint> {
+        let i = self.position(identity_hash(&self.state.0, stored, pods), stored, pods)?;
         self.endpoints[i].take()
     }
 
@@ -224,43 +242,80 @@ impl EndpointIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{EndpointConditions, ObjectReference};
+    use crate::steps::fixtures::pod;
+    use crate::types::{EndpointConditions, EndpointLocation, ObjectReference, PodIp};
 
     fn ep(ips: &[&str], name: &str) -> Endpoint {
         Endpoint {
-            addresses: ips.iter().map(|s| s.to_string()).collect(),
+            source: EndpointSource::Given(EndpointLocation {
+                addresses: ips.iter().map(|s| s.to_string()).collect(),
+                target_ref: Some(ObjectReference {
+                    kind: "Pod".into(),
+                    namespace: "ns".into(),
+                    name: name.into(),
+                    uid: format!("{name}-uid"),
+                    api_version: String::new(),
+                    field_path: String::new(),
+                }),
+                node_name: None,
+                zone: None,
+            }),
             conditions: EndpointConditions {
                 ready: Some(true),
                 serving: Some(true),
                 terminating: Some(false),
             },
             hostname: None,
-            target_ref: Some(ObjectReference {
-                kind: "Pod".into(),
-                namespace: "ns".into(),
-                name: name.into(),
-                uid: format!("{name}-uid"),
-                api_version: String::new(),
-                field_path: String::new(),
-            }),
-            node_name: None,
-            zone: None,
             hints: None,
         }
+    }
+
+    fn given(e: &mut Endpoint) -> &mut EndpointLocation {
+        match &mut e.source {
+            EndpointSource::Given(l) => l,
+            EndpointSource::Pod(_) => unreachable!("ep() spells endpoints out"),
+        }
+    }
+
+    #[test]
+    fn a_pod_named_endpoint_is_the_same_as_its_spelled_out_twin() {
+        // The fixture pod `a`: namespace `ns`, uid `a-uid`, on `node-1`, no zone.
+        let pods = vec![pod("a", "10.0.0.1", true)];
+        let named = Endpoint {
+            source: EndpointSource::Pod(PodIp { pod: 0, ip: 0 }),
+            ..ep(&[], "a")
+        };
+        let mut twin = ep(&["10.0.0.1"], "a");
+        given(&mut twin).node_name = Some("node-1".into());
+        assert!(same_endpoint(&named, &twin, &pods));
+        assert!(endpoints_equal_beyond_identity(&named, &twin, &pods));
+        let mut index = EndpointIndex::default();
+        index.insert(named.clone(), &pods);
+        assert_eq!(index.take(&twin, &pods), Some(named.clone()));
+        // A stale nodeName is the same endpoint, but needs a write.
+        given(&mut twin).node_name = Some("gone".into());
+        assert!(same_endpoint(&named, &twin, &pods));
+        assert!(!endpoints_equal_beyond_identity(&named, &twin, &pods));
+        // Another address of the pod is another endpoint.
+        let other = ep(&["10.0.0.9"], "a");
+        assert!(!same_endpoint(&named, &other, &pods));
     }
 
     #[test]
     fn identity_ignores_address_order_uid_and_conditions() {
         let a = ep(&["10.0.0.1", "10.0.0.2"], "a");
         let mut b = ep(&["10.0.0.2", "10.0.0.1"], "a");
-        b.target_ref.as_mut().unwrap().uid = "other".into();
-        b.conditions.ready = Some(false);
-        assert!(same_endpoint(&a, &b));
-        assert!(!endpoints_equal_beyond_identity(&a, &b));
+        given(&mut b).target_ref.as_mut().unwrap().uid = "other".into();
+        assert!(same_endpoint(&a, &b, &[]));
+        assert!(!endpoints_equal_beyond_identity(&a, &b, &[]), "uid");
+        let mut c = a.clone();
+        c.conditions.ready = Some(false);
+        assert!(same_endpoint(&a, &c, &[]));
+        assert!(!endpoints_equal_beyond_identity(&a, &c, &[]), "ready");
         let mut index = EndpointIndex::default();
-        index.insert(a);
-        assert!(index.take(&b).is_some());
-        assert!(index.take(&b).is_none(), "taken once");
+        index.insert(a, &[]);
+        assert!(index.take(&b, &[]).is_some());
+        assert!(index.take(&b, &[]).is_none(), "taken once");
     }
 
     #[test]
@@ -268,25 +323,25 @@ mod tests {
         let a = ep(&["10.0.0.1"], "a");
         let mut h = a.clone();
         h.hostname = Some("h".into());
-        assert!(!same_endpoint(&a, &h));
-        assert!(!same_endpoint(&a, &ep(&["10.0.0.1"], "b")));
+        assert!(!same_endpoint(&a, &h, &[]));
+        assert!(!same_endpoint(&a, &ep(&["10.0.0.1"], "b"), &[]));
         // Absent and empty hostnames are the same identity.
         let mut empty = a.clone();
         empty.hostname = Some(String::new());
-        assert!(same_endpoint(&a, &empty));
+        assert!(same_endpoint(&a, &empty, &[]));
     }
 
     #[test]
     fn later_insert_replaces_earlier_in_place() {
         let mut index = EndpointIndex::default();
-        index.insert(ep(&["10.0.0.1"], "a"));
-        index.insert(ep(&["10.0.0.2"], "b"));
+        index.insert(ep(&["10.0.0.1"], "a"), &[]);
+        index.insert(ep(&["10.0.0.2"], "b"), &[]);
         let mut again = ep(&["10.0.0.1"], "a");
-        again.node_name = Some("n".into());
-        index.insert(again);
-        let left = index.into_remaining();
+        given(&mut again).node_name = Some("n".into());
+        index.insert(again, &[]);
+        let mut left = index.into_remaining();
         assert_eq!(left.len(), 2);
-        assert_eq!(left[0].node_name.as_deref(), Some("n"));
+        assert_eq!(given(&mut left[0]).node_name.as_deref(), Some("n"));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod hints;
 pub mod identity;
+pub mod location;
 pub mod meta;
 
 use std::collections::HashMap;
@@ -17,8 +18,8 @@ use std::collections::HashMap;
 use crate::ip::Family;
 use crate::policy::{Context, Output, PodAddress, Policy};
 use crate::types::{
-    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, EndpointSlicePort, Pod, Request,
-    Service, ServiceEvent, SliceChanges,
+    Endpoint, EndpointConditions, EndpointLocation, EndpointPort, EndpointSlice, EndpointSlicePort,
+    Pod, Request, Service, ServiceEvent, SliceChanges,
 };
 use crate::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
 use identity::{EndpointIndex, PortKey, endpoints_equal_beyond_identity, port_key};
@@ -146,8 +147,11 @@ pub fn desired_groups(
     for (group, size) in groups.iter_mut().zip(sizes) {
         group.endpoints.reserve(size);
     }
+    let pods = &ctx.request.pods;
     for ((pod, address), group) in addresses.into_iter().zip(placed) {
-        groups[group].endpoints.insert(endpoint(pod, address));
+        groups[group]
+            .endpoints
+            .insert(endpoint(pods, pod, address), pods);
     }
     groups
 }
@@ -239,28 +243,33 @@ fn group_index(groups: &mut Vec<Group>, ports: Vec<EndpointSlicePort>) -> usize 
 }
 
 /// The endpoint upstream builds for `pod` from its address (R2.13–R2.20): `nodeName` and
-/// `hostname` only when non-empty, the Node's zone when known, no hints.
-pub fn endpoint(pod: &Pod, address: PodAddress) -> Endpoint {
+/// `hostname` only when non-empty, the Node's zone when known, no hints. When that is
+/// exactly what the request's pod gives, the endpoint names the pod (`pods` are the
+/// request's) rather than repeating its strings ([`location::source`]).
+pub fn endpoint(pods: &[Pod], pod: &Pod, address: PodAddress) -> Endpoint {
     let PodAddress {
         address,
         ready,
         serving,
         terminating,
     } = address;
-    Endpoint {
+    let location = EndpointLocation {
         addresses: vec![address.ip],
-        conditions: EndpointConditions {
-            ready: Some(ready),
-            serving: Some(serving),
-            terminating: Some(terminating),
-        },
-        hostname: Some(address.hostname).filter(|h| !h.is_empty()),
         target_ref: address.target_ref,
         node_name: address.node_name.filter(|n| !n.is_empty()),
         zone: pod
             .zone
             .clone()
             .filter(|z| pod.node_exists && !z.is_empty()),
+    };
+    Endpoint {
+        source: location::source(pods, pod, location),
+        conditions: EndpointConditions {
+            ready: Some(ready),
+            serving: Some(serving),
+            terminating: Some(terminating),
+        },
+        hostname: Some(address.hostname).filter(|h| !h.is_empty()),
         hints: None,
     }
 }
@@ -323,6 +332,7 @@ pub fn plan_group<'a>(
     plan: &mut Plan<'a>,
 ) {
     let service = ctx.service;
+    let pods = &ctx.request.pods;
     let Group {
         ports,
         mut endpoints,
@@ -336,8 +346,8 @@ pub fn plan_group<'a>(
         for stored_endpoint in &slice.endpoints {
             // R4.8a: the desired version takes the stored one's place; a second stored copy
             // of the same endpoint finds nothing and is dropped.
-            if let Some(desired) = endpoints.take(stored_endpoint) {
-                changed |= !endpoints_equal_beyond_identity(&desired, stored_endpoint);
+            if let Some(desired) = endpoints.take(stored_endpoint, pods) {
+                changed |= !endpoints_equal_beyond_identity(&desired, stored_endpoint, pods);
                 kept.push(desired);
             }
         }
@@ -527,6 +537,55 @@ mod tests {
             [7, 9, 4]
         );
         assert_eq!(asked, ["c"]);
+    }
+
+    #[test]
+    fn endpoints_of_request_pods_name_them_and_rewritten_ones_are_spelled_out() {
+        use crate::testing::{request, service};
+        use crate::types::{EndpointSource, PodIp};
+        use crate::{DefaultPolicy, Policy, reconcile};
+        let req = request(
+            service(),
+            vec![pod("a", "10.0.0.1", true), pod("b", "10.0.0.2", true)],
+        );
+        let sources = |decision: &crate::types::Decision| -> Vec<EndpointSource> {
+            decision.slices.create[0]
+                .endpoints
+                .iter()
+                .map(|e| e.source.clone())
+                .collect()
+        };
+        let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        assert_eq!(
+            sources(&decision),
+            [
+                EndpointSource::Pod(PodIp { pod: 0, ip: 0 }),
+                EndpointSource::Pod(PodIp { pod: 1, ip: 0 })
+            ]
+        );
+        /// Moves pod `b` to another address.
+        struct Moved;
+        impl Policy for Moved {
+            fn address(&self, ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
+                let mut address = crate::steps::address::for_pod(ctx, pod)?;
+                if pod.name == "b" {
+                    address.address.ip = "10.9.9.9".into();
+                }
+                Some(address)
+            }
+        }
+        let decision = reconcile(&Moved, &req).unwrap();
+        let sources = sources(&decision);
+        assert_eq!(sources[0], EndpointSource::Pod(PodIp { pod: 0, ip: 0 }));
+        let EndpointSource::Given(moved) = &sources[1] else {
+            panic!("a rewritten address is spelled out: {:?}", sources[1]);
+        };
+        assert_eq!(moved.addresses, ["10.9.9.9"]);
+        assert_eq!(
+            moved.target_ref.as_ref().map(|r| r.name.as_str()),
+            Some("b")
+        );
+        assert_eq!(moved.node_name.as_deref(), Some("node-1"));
     }
 
     #[test]
