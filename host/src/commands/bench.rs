@@ -140,10 +140,10 @@ async fn bench(args: Args) -> ExitCode {
                 endpoints_only.manage = Some(vec![ManagedOutput::Endpoints]);
                 endpoints_only
             });
-        let timed: Vec<&Case> = std::iter::once(&case)
+        let cases: Vec<&Case> = std::iter::once(&case)
             .chain(endpoints_only.as_ref())
             .collect();
-        let mut timed = match time_cases(&timed, &guest, &args).await {
+        let mut timed = match time_cases(&cases, &guest, &args).await {
             Ok(samples) => samples.into_iter(),
             Err(e) => {
                 // A guest that succeeds once and then fails (a deadline missed under load)

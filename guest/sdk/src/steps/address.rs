@@ -51,6 +51,19 @@ pub fn hostname(pod: &Pod, service: &Service) -> String {
     }
 }
 
+/// The reference both controllers write for `pod` (spec §7.4, R2.15): kind `Pod`, its
+/// namespace, name and uid, no apiVersion or fieldPath.
+pub fn pod_reference(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        kind: "Pod".into(),
+        namespace: pod.namespace.clone(),
+        name: pod.name.clone(),
+        uid: pod.uid.clone(),
+        api_version: String::new(),
+        field_path: String::new(),
+    }
+}
+
 /// Upstream's address for `pod`, or `None` when it has no IP of the family computed.
 /// Endpoints: ready when the pod is ready or the Service publishes not-ready addresses (spec
 /// §9.1). Slices: ready when published, or when the pod is ready and not terminating;
@@ -63,14 +76,7 @@ pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
         hostname: hostname(pod, ctx.service),
         // Always set, even to "" for an unscheduled pod (spec §7.4).
         node_name: Some(pod.node_name.clone()),
-        target_ref: Some(ObjectReference {
-            kind: "Pod".into(),
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
-            uid: pod.uid.clone(),
-            api_version: String::new(),
-            field_path: String::new(),
-        }),
+        target_ref: Some(pod_reference(pod)),
     };
     let serving = is_ready(pod);
     let publish = ctx.service.publish_not_ready_addresses;

@@ -39,18 +39,6 @@ impl<'a> TargetRef<'a> {
             field_path: &r.field_path,
         }
     }
-
-    /// The owned form.
-    pub fn to_owned(self) -> ObjectReference {
-        ObjectReference {
-            kind: self.kind.into(),
-            namespace: self.namespace.into(),
-            name: self.name.into(),
-            uid: self.uid.into(),
-            api_version: self.api_version.into(),
-            field_path: self.field_path.into(),
-        }
-    }
 }
 
 /// An endpoint's `addresses`, `targetRef`, `nodeName` and `zone`, however they were sent.
@@ -66,14 +54,14 @@ pub struct Location<'a> {
     pub zone: Option<&'a str>,
 }
 
-impl Location<'_> {
-    /// The spelled-out form.
-    pub fn to_owned(self) -> EndpointLocation {
-        EndpointLocation {
-            addresses: self.addresses.to_vec(),
-            target_ref: self.target_ref.map(TargetRef::to_owned),
-            node_name: self.node_name.map(str::to_owned),
-            zone: self.zone.map(str::to_owned),
+impl<'a> Location<'a> {
+    /// The location `l` spells out.
+    pub fn of(l: &'a EndpointLocation) -> Self {
+        Location {
+            addresses: &l.addresses,
+            target_ref: l.target_ref.as_ref().map(TargetRef::of),
+            node_name: l.node_name.as_deref(),
+            zone: l.zone.as_deref(),
         }
     }
 }
@@ -91,12 +79,7 @@ const NOWHERE: Location<'static> = Location {
 pub fn locate<'a>(endpoint: &'a Endpoint, pods: &'a [Pod]) -> Location<'a> {
     match &endpoint.source {
         EndpointSource::Pod(at) => of_pod(pods, *at).unwrap_or(NOWHERE),
-        EndpointSource::Given(l) => Location {
-            addresses: &l.addresses,
-            target_ref: l.target_ref.as_ref().map(TargetRef::of),
-            node_name: l.node_name.as_deref(),
-            zone: l.zone.as_deref(),
-        },
+        EndpointSource::Given(l) => Location::of(l),
     }
 }
 
@@ -133,13 +116,7 @@ pub fn source(pods: &[Pod], pod: &Pod, location: EndpointLocation) -> EndpointSo
             pod: u32::try_from(i).ok()?,
             ip: u32::try_from(ip).ok()?,
         };
-        let given = Location {
-            addresses: &location.addresses,
-            target_ref: location.target_ref.as_ref().map(TargetRef::of),
-            node_name: location.node_name.as_deref(),
-            zone: location.zone.as_deref(),
-        };
-        (of_pod(pods, at)? == given).then_some(at)
+        (of_pod(pods, at)? == Location::of(&location)).then_some(at)
     });
     match short {
         Some(at) => EndpointSource::Pod(at),
@@ -162,14 +139,7 @@ mod tests {
     fn given(pod: &Pod) -> EndpointLocation {
         EndpointLocation {
             addresses: vec![pod.pod_ips[0].clone()],
-            target_ref: Some(ObjectReference {
-                kind: "Pod".into(),
-                namespace: pod.namespace.clone(),
-                name: pod.name.clone(),
-                uid: pod.uid.clone(),
-                api_version: String::new(),
-                field_path: String::new(),
-            }),
+            target_ref: Some(crate::steps::address::pod_reference(pod)),
             node_name: Some(pod.node_name.clone()).filter(|n| !n.is_empty()),
             zone: pod.zone.clone(),
         }
@@ -199,7 +169,7 @@ mod tests {
         let source = source(&pods, &pods[1], location.clone());
         assert_eq!(source, EndpointSource::Pod(PodIp { pod: 1, ip: 1 }));
         let e = endpoint(source);
-        assert_eq!(locate(&e, &pods).to_owned(), location);
+        assert_eq!(locate(&e, &pods), Location::of(&location));
     }
 
     #[test]
