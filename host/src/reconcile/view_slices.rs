@@ -50,28 +50,15 @@ impl<'a> RequestPods<'a> {
         RequestPods { pods, by_name }
     }
 
-    /// The pod address `e` is exactly the endpoint of, as the contract defines
-    /// `endpoint-source.pod`: its one address, a `Pod` reference without apiVersion or
-    /// fieldPath (empty and absent read alike, as in the spelled-out view), the pod's
-    /// `nodeName` (absent when empty) and zone.
+    /// The pod address `e` is exactly the endpoint of ([`PodEndpoint`]).
     fn pod_ip(&self, e: &discovery::Endpoint) -> Option<wit::PodIp> {
-        fn text(s: &Option<String>) -> &str {
-            s.as_deref().unwrap_or("")
-        }
         let [address] = e.addresses.as_slice() else {
             return None;
         };
-        let r = e.target_ref.as_ref()?;
-        let i = *self.by_name.get(text(&r.name))?;
+        let name = e.target_ref.as_ref()?.name.as_deref()?;
+        let i = *self.by_name.get(name)?;
         let pod = &self.pods[i];
-        let same = text(&r.kind) == "Pod"
-            && text(&r.namespace) == pod.namespace
-            && text(&r.uid) == pod.uid
-            && text(&r.api_version).is_empty()
-            && text(&r.field_path).is_empty()
-            && e.node_name.as_deref() == Some(pod.node_name.as_str()).filter(|n| !n.is_empty())
-            && e.zone == pod.zone;
-        if !same {
+        if !PodEndpoint::of(pod).describes(e) {
             return None;
         }
         let ip = pod.pod_ips.iter().position(|ip| ip == address)?;
@@ -79,6 +66,69 @@ impl<'a> RequestPods<'a> {
             pod: u32::try_from(i).ok()?,
             ip: u32::try_from(ip).ok()?,
         })
+    }
+}
+
+/// What `endpoint-source.pod` stands for besides the address, borrowed from the pod, as the
+/// contract defines it: a `Pod` reference with the pod's namespace, name and uid and no
+/// apiVersion or fieldPath, the pod's `nodeName` (absent when empty) and its zone. The one
+/// definition both directions use: the request side compares stored endpoints with it, the
+/// decision side copies it into the object to write.
+struct PodEndpoint<'a> {
+    namespace: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    node_name: Option<&'a str>,
+    zone: Option<&'a str>,
+}
+
+impl<'a> PodEndpoint<'a> {
+    const KIND: &'static str = "Pod";
+
+    fn of(pod: &'a wit::Pod) -> Self {
+        PodEndpoint {
+            namespace: &pod.namespace,
+            name: &pod.name,
+            uid: &pod.uid,
+            node_name: Some(pod.node_name.as_str()).filter(|n| !n.is_empty()),
+            zone: pod.zone.as_deref(),
+        }
+    }
+
+    /// Whether `e`'s reference, `nodeName` and zone are exactly these (empty and absent
+    /// reference fields read alike, as in the spelled-out view).
+    fn describes(&self, e: &discovery::Endpoint) -> bool {
+        fn text(s: &Option<String>) -> &str {
+            s.as_deref().unwrap_or("")
+        }
+        let Some(r) = e.target_ref.as_ref() else {
+            return false;
+        };
+        text(&r.kind) == Self::KIND
+            && text(&r.namespace) == self.namespace
+            && text(&r.name) == self.name
+            && text(&r.uid) == self.uid
+            && text(&r.api_version).is_empty()
+            && text(&r.field_path).is_empty()
+            && e.node_name.as_deref() == self.node_name
+            && e.zone.as_deref() == self.zone
+    }
+
+    /// The location spelled out, at `address`.
+    fn location(&self, address: &str) -> wit::EndpointLocation {
+        wit::EndpointLocation {
+            addresses: vec![address.to_string()],
+            target_ref: Some(wit::ObjectReference {
+                kind: Self::KIND.into(),
+                namespace: self.namespace.into(),
+                name: self.name.into(),
+                uid: self.uid.into(),
+                api_version: String::new(),
+                field_path: String::new(),
+            }),
+            node_name: self.node_name.map(str::to_string),
+            zone: self.zone.map(str::to_string),
+        }
     }
 }
 
@@ -284,19 +334,7 @@ fn pod_location(at: wit::PodIp, pods: &[wit::Pod]) -> Result<wit::EndpointLocati
                 pod.pod_ips.len()
             )
         })?;
-    Ok(wit::EndpointLocation {
-        addresses: vec![ip.clone()],
-        target_ref: Some(wit::ObjectReference {
-            kind: "Pod".into(),
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
-            uid: pod.uid.clone(),
-            api_version: String::new(),
-            field_path: String::new(),
-        }),
-        node_name: Some(pod.node_name.clone()).filter(|n| !n.is_empty()),
-        zone: pod.zone.clone(),
-    })
+    Ok(PodEndpoint::of(pod).location(ip))
 }
 
 /// What a Node tells the slice controller: its zone label, when set and non-empty.
