@@ -1,6 +1,7 @@
 //! IP parsing as Kubernetes does it (spec §7.3): lenient IPv4 (leading zeros are decimal), and
 //! the canonical text form Go's `net.IP.String` produces.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// An IP address family.
@@ -101,17 +102,31 @@ pub fn family(ip: &IpAddr) -> Family {
 
 /// Parses `text` sloppily and renders it canonically (`FD00:0:0::1` → `fd00::1`).
 pub fn canonical(text: &str) -> Option<(String, Family)> {
-    // The usual pod IP is dotted decimal already in canonical form: copied, not re-rendered.
+    canonical_form(text).map(|(ip, family)| (ip.into_owned(), family))
+}
+
+/// [`canonical`], borrowing `text` when it is in canonical form already (the usual pod IP).
+pub fn canonical_form(text: &str) -> Option<(Cow<'_, str>, Family)> {
+    // Dotted decimal without leading zeros is its own canonical form: not re-rendered.
     if !text.contains(':') {
         let v4 = parse_v4_sloppy(text)?;
         return Some(if has_leading_zero(text) {
-            (IpText::new(&IpAddr::V4(v4)).as_str().to_owned(), Family::V4)
+            (
+                Cow::Owned(IpText::new(&IpAddr::V4(v4)).as_str().to_owned()),
+                Family::V4,
+            )
         } else {
-            (text.to_owned(), Family::V4)
+            (Cow::Borrowed(text), Family::V4)
         });
     }
     let ip = parse_sloppy(text)?;
-    Some((IpText::new(&ip).as_str().to_owned(), family(&ip)))
+    let rendered = IpText::new(&ip);
+    let form = if rendered.as_str() == text {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(rendered.as_str().to_owned())
+    };
+    Some((form, family(&ip)))
 }
 
 /// The text form of an address, exactly as `IpAddr`'s `Display` writes it (dotted decimal;
@@ -226,6 +241,28 @@ impl std::fmt::Debug for IpText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_text_is_borrowed_and_any_other_rendered() {
+        use std::borrow::Cow;
+        for text in ["10.0.0.1", "fd00::1", "2001:db8::10:0:0:1"] {
+            assert!(
+                matches!(canonical_form(text), Some((Cow::Borrowed(t), _)) if t == text),
+                "{text}"
+            );
+        }
+        for (text, want) in [
+            ("010.0.0.1", "10.0.0.1"),
+            ("FD00:0::1", "fd00::1"),
+            ("::ffff:10.0.0.1", "10.0.0.1"),
+        ] {
+            assert!(
+                matches!(canonical_form(text), Some((Cow::Owned(t), _)) if t == want),
+                "{text}"
+            );
+        }
+        assert_eq!(canonical_form("10.0.0"), None);
+    }
 
     #[test]
     fn leading_zeros_are_decimal() {

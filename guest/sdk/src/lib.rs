@@ -37,7 +37,7 @@
 //! }
 //!
 //! impl Policy for Drain {
-//!     fn address(&self, ctx: &Context, pod: &Pod) -> Option<PodAddress> {
+//!     fn address<'p>(&self, ctx: &Context, pod: &'p Pod) -> Option<PodAddress<'p>> {
 //!         let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
 //!         if pod.annotation(&self.annotation) == Some("true") {
 //!             address.ready = false;
@@ -58,6 +58,7 @@
 //! assert_eq!(published(&decision).not_ready, ["b"]);
 //! ```
 
+pub mod address;
 pub mod arena;
 pub mod config;
 pub mod ip;
@@ -68,6 +69,7 @@ pub mod steps;
 pub mod testing;
 pub mod well_known;
 
+pub use address::Address;
 pub use config::{ConfigError, parse_config};
 pub use policy::{Capped, Context, DefaultPolicy, Entry, Output, PodAddress, Policy, reconcile};
 

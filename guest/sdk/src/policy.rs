@@ -1,5 +1,6 @@
 //! The [`Policy`] trait: upstream's sync as overridable steps, and [`reconcile`], which runs them.
 
+use crate::address::Address;
 use crate::ip::Family;
 use crate::steps;
 use crate::types::{
@@ -33,11 +34,12 @@ pub struct Context<'a> {
     pub output: Output,
 }
 
-/// A pod's address and readiness, for either output.
+/// A pod's address and readiness, for either output. The address borrows the pod's own
+/// strings until a policy edits it ([`Address::to_mut`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodAddress {
+pub struct PodAddress<'p> {
     /// The address (`ip`, `hostname`, `nodeName`, `targetRef`).
-    pub address: EndpointAddress,
+    pub address: Address<'p>,
     /// Whether the pod receives traffic: `addresses` rather than `notReadyAddresses` in the
     /// Endpoints, `conditions.ready` in a slice.
     pub ready: bool,
@@ -157,7 +159,7 @@ pub trait Policy {
 
     /// The pod's address and readiness (spec §7, §9; R2.11–R2.18), or `None` to leave the
     /// pod out (upstream: no IP of [`Context::family`]).
-    fn address(&self, ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
+    fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
         steps::address::for_pod(ctx, pod)
     }
 
@@ -166,8 +168,8 @@ pub trait Policy {
     fn addresses<'p>(
         &self,
         ctx: &Context<'_>,
-        addresses: Vec<(&'p Pod, PodAddress)>,
-    ) -> Vec<(&'p Pod, PodAddress)> {
+        addresses: Vec<(&'p Pod, PodAddress<'p>)>,
+    ) -> Vec<(&'p Pod, PodAddress<'p>)> {
         let _ = ctx;
         addresses
     }
@@ -268,7 +270,7 @@ fn endpoints(policy: &impl Policy, request: &Request, service: &Service) -> Endp
     };
     let pods = policy.select(&ctx, &request.pods);
     // Sized up front: an entry is a few hundred bytes, and growing a vector of them copies it.
-    let mut addresses: Vec<(&Pod, PodAddress)> = Vec::with_capacity(pods.len());
+    let mut addresses: Vec<(&Pod, PodAddress<'_>)> = Vec::with_capacity(pods.len());
     addresses.extend(
         pods.into_iter()
             .filter_map(|pod| Some((pod, policy.address(&ctx, pod)?))),
@@ -278,7 +280,7 @@ fn endpoints(policy: &impl Policy, request: &Request, service: &Service) -> Endp
     for (pod, PodAddress { address, ready, .. }) in addresses {
         let ports = policy.ports(&ctx, pod);
         let last = ports.len().saturating_sub(1);
-        let mut address = Some(address);
+        let mut address = Some(address.into_owned());
         for (i, port) in ports.into_iter().enumerate() {
             // The last port takes the address itself; only the others need a copy.
             let address = if i == last {

@@ -276,8 +276,8 @@ impl Policy for Reordering {
     fn addresses<'p>(
         &self,
         _ctx: &Context<'_>,
-        mut addresses: Vec<(&'p Pod, PodAddress)>,
-    ) -> Vec<(&'p Pod, PodAddress)> {
+        mut addresses: Vec<(&'p Pod, PodAddress<'p>)>,
+    ) -> Vec<(&'p Pod, PodAddress<'p>)> {
         shuffle(&mut addresses, self.seed);
         addresses
     }

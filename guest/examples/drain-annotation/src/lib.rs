@@ -54,7 +54,7 @@ impl Policy for DrainAnnotation {
         Ok(())
     }
 
-    fn address(&self, ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
+    fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
         let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
         let applies = !ctx.service.publish_not_ready_addresses || self.override_publish_not_ready;
         if applies && address.ready && self.is_draining(pod) {

@@ -40,7 +40,7 @@ impl Default for PanicThreshold {
 }
 
 /// Ready and total pod counts among the addresses (one per pod).
-pub fn ready_share(addresses: &[(&Pod, PodAddress)]) -> (usize, usize) {
+pub fn ready_share(addresses: &[(&Pod, PodAddress<'_>)]) -> (usize, usize) {
     let ready = addresses.iter().filter(|(_, a)| a.ready).count();
     (ready, addresses.len())
 }
@@ -60,8 +60,8 @@ impl Policy for PanicThreshold {
     fn addresses<'p>(
         &self,
         ctx: &Context<'_>,
-        mut addresses: Vec<(&'p Pod, PodAddress)>,
-    ) -> Vec<(&'p Pod, PodAddress)> {
+        mut addresses: Vec<(&'p Pod, PodAddress<'p>)>,
+    ) -> Vec<(&'p Pod, PodAddress<'p>)> {
         let (ready, total) = ready_share(&addresses);
         // Integer comparison (ready < threshold × total) avoids a division by zero for a
         // Service without pods, which never panics.

@@ -4,9 +4,12 @@
 //! `spec §` numbers are those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
 //! `docs/upstream-endpointslices.md`.
 
-use crate::PodAddress;
+use std::borrow::Cow;
+
 use crate::ip::{self, Family};
+use crate::steps::slices::location::TargetRef;
 use crate::types::{EndpointAddress, ObjectReference, Pod, Service};
+use crate::{Address, PodAddress};
 use crate::{Context, Output};
 
 /// The family a Service publishes: its first `ipFamilies` entry (spec §7.1). The API server
@@ -40,46 +43,52 @@ pub fn is_ready(pod: &Pod) -> bool {
 
 /// The hostname the address carries: the pod's `spec.hostname` when its `subdomain` is the
 /// Service's name in the same namespace, else empty (spec §7.5).
-pub fn hostname(pod: &Pod, service: &Service) -> String {
+pub fn hostname<'p>(pod: &'p Pod, service: &Service) -> &'p str {
     if !pod.hostname.is_empty()
         && pod.subdomain == service.name
         && pod.namespace == service.namespace
     {
-        pod.hostname.clone()
+        &pod.hostname
     } else {
-        String::new()
+        ""
     }
 }
 
 /// The reference both controllers write for `pod` (spec §7.4, R2.15): kind `Pod`, its
 /// namespace, name and uid, no apiVersion or fieldPath.
 pub fn pod_reference(pod: &Pod) -> ObjectReference {
-    ObjectReference {
-        kind: "Pod".into(),
-        namespace: pod.namespace.clone(),
-        name: pod.name.clone(),
-        uid: pod.uid.clone(),
-        api_version: String::new(),
-        field_path: String::new(),
-    }
+    TargetRef::pod(pod).to_reference()
 }
 
 /// Upstream's address for `pod`, or `None` when it has no IP of the family computed.
 /// Endpoints: ready when the pod is ready or the Service publishes not-ready addresses (spec
 /// §9.1). Slices: ready when published, or when the pod is ready and not terminating;
-/// serving when the pod is ready (R2.14).
-pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
-    // A pod without an IP of the Service's family is left out (upstream logs it at V(2)).
-    let ip = pod_ip(pod, ctx.family)?;
-    let address = EndpointAddress {
-        ip,
-        hostname: hostname(pod, ctx.service),
-        // Always set, even to "" for an unscheduled pod (spec §7.4).
-        node_name: Some(pod.node_name.clone()),
-        target_ref: Some(pod_reference(pod)),
+/// serving when the pod is ready (R2.14). The address borrows the pod's strings when its IP
+/// is written in canonical form, as it nearly always is.
+pub fn for_pod<'p>(ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
+    // The first IP of the family (spec §7.2, §7.3), as `pod_ip` picks it. A pod without one
+    // is left out (upstream logs it at V(2)).
+    let (at, ip) =
+        pod.pod_ips
+            .iter()
+            .enumerate()
+            .find_map(|(at, text)| match ip::canonical_form(text) {
+                Some((ip, f)) if f == ctx.family => Some((at, ip)),
+                _ => None,
+            })?;
+    let service = ctx.service;
+    let address = match ip {
+        Cow::Borrowed(_) => Address::of_pod(pod, at, !hostname(pod, service).is_empty()),
+        Cow::Owned(ip) => Address::from(EndpointAddress {
+            ip,
+            hostname: hostname(pod, service).to_owned(),
+            // Always set, even to "" for an unscheduled pod (spec §7.4).
+            node_name: Some(pod.node_name.clone()),
+            target_ref: Some(pod_reference(pod)),
+        }),
     };
     let serving = is_ready(pod);
-    let publish = ctx.service.publish_not_ready_addresses;
+    let publish = service.publish_not_ready_addresses;
     let ready = match ctx.output {
         Output::Endpoints => publish || serving,
         Output::EndpointSlices => publish || (serving && !pod.terminating),

@@ -8,7 +8,7 @@ use weir_policy::{Context, PodAddress, Policy};
 struct AllNotReady {}
 
 impl Policy for AllNotReady {
-    fn address(&self, ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
+    fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
         let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
         address.ready = false;
         Some(address)

@@ -9,6 +9,7 @@
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
+use crate::address::Address;
 use crate::types::{Endpoint, EndpointLocation, EndpointSource, ObjectReference, Pod, PodIp};
 
 /// A borrowed `targetRef`.
@@ -29,7 +30,21 @@ pub struct TargetRef<'a> {
 }
 
 impl<'a> TargetRef<'a> {
-    fn of(r: &'a ObjectReference) -> Self {
+    /// The reference both controllers write for `pod` (spec §7.4, R2.15): kind `Pod`, its
+    /// namespace, name and uid, no apiVersion or fieldPath.
+    pub fn pod(pod: &'a Pod) -> Self {
+        TargetRef {
+            kind: "Pod",
+            namespace: &pod.namespace,
+            name: &pod.name,
+            uid: &pod.uid,
+            api_version: "",
+            field_path: "",
+        }
+    }
+
+    /// The reference `r` spells out.
+    pub fn of(r: &'a ObjectReference) -> Self {
         TargetRef {
             kind: &r.kind,
             namespace: &r.namespace,
@@ -37,6 +52,18 @@ impl<'a> TargetRef<'a> {
             uid: &r.uid,
             api_version: &r.api_version,
             field_path: &r.field_path,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_reference(self) -> ObjectReference {
+        ObjectReference {
+            kind: self.kind.to_owned(),
+            namespace: self.namespace.to_owned(),
+            name: self.name.to_owned(),
+            uid: self.uid.to_owned(),
+            api_version: self.api_version.to_owned(),
+            field_path: self.field_path.to_owned(),
         }
     }
 }
@@ -90,14 +117,7 @@ fn of_pod(pods: &[Pod], at: PodIp) -> Option<Location<'_>> {
     let ip = pod.pod_ips.get(usize::try_from(at.ip).ok()?)?;
     Some(Location {
         addresses: std::slice::from_ref(ip),
-        target_ref: Some(TargetRef {
-            kind: "Pod",
-            namespace: &pod.namespace,
-            name: &pod.name,
-            uid: &pod.uid,
-            api_version: "",
-            field_path: "",
-        }),
+        target_ref: Some(TargetRef::pod(pod)),
         node_name: Some(pod.node_name.as_str()).filter(|n| !n.is_empty()),
         zone: pod.zone.as_deref(),
     })
@@ -124,8 +144,34 @@ pub fn source(pods: &[Pod], pod: &Pod, location: EndpointLocation) -> EndpointSo
     }
 }
 
+/// The source of an endpoint built for `pod` at `address`, placed in `zone`. An address that
+/// is still a request pod's own names that pod when the zone is the one the pod carries, with
+/// nothing to copy or compare; any other is spelled out for [`source`] to recognise.
+pub fn source_of(
+    pods: &[Pod],
+    pod: &Pod,
+    address: Address<'_>,
+    zone: Option<&str>,
+) -> EndpointSource {
+    if let Some((own, ip)) = address.pod_ip()
+        && zone == own.zone.as_deref()
+        && let Some(i) = index_of(pods, own)
+        && let (Ok(pod), Ok(ip)) = (u32::try_from(i), u32::try_from(ip))
+    {
+        return EndpointSource::Pod(PodIp { pod, ip });
+    }
+    let address = address.into_owned();
+    let location = EndpointLocation {
+        addresses: vec![address.ip],
+        target_ref: address.target_ref,
+        node_name: address.node_name.filter(|n| !n.is_empty()),
+        zone: zone.map(str::to_owned),
+    };
+    source(pods, pod, location)
+}
+
 /// The position of `pod` in `pods`, when it is one of them (not an equal copy).
-fn index_of(pods: &[Pod], pod: &Pod) -> Option<usize> {
+pub(crate) fn index_of(pods: &[Pod], pod: &Pod) -> Option<usize> {
     let offset = (pod as *const Pod as usize).checked_sub(pods.as_ptr() as usize)?;
     let i = offset / std::mem::size_of::<Pod>().max(1);
     pods.get(i).filter(|p| std::ptr::eq(*p, pod)).map(|_| i)

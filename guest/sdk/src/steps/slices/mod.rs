@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use crate::ip::Family;
 use crate::policy::{Context, Output, PodAddress, Policy};
 use crate::types::{
-    Endpoint, EndpointConditions, EndpointLocation, EndpointPort, EndpointSlice, EndpointSlicePort,
-    Pod, Request, Service, ServiceEvent, SliceChanges,
+    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, EndpointSlicePort, Pod, Request,
+    Service, ServiceEvent, SliceChanges,
 };
 use crate::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
 use identity::{EndpointIndex, PortKey, endpoints_equal_beyond_identity, port_key};
@@ -117,7 +117,7 @@ pub fn desired_groups(
     let mut groups: Vec<Group> = Vec::new();
     let publish = ctx.service.publish_not_ready_addresses;
     let pods = policy.select(ctx, &ctx.request.pods);
-    let mut staged: Vec<(&Pod, PodAddress)> = Vec::with_capacity(pods.len());
+    let mut staged: Vec<(&Pod, PodAddress<'_>)> = Vec::with_capacity(pods.len());
     // Each staged pod with its group, in staging order.
     let mut staged_groups: Vec<(&Pod, usize)> = Vec::with_capacity(pods.len());
     for pod in pods {
@@ -162,7 +162,7 @@ pub fn desired_groups(
 /// by walking both lists; only a pod out of that order needs the map by name, built the first
 /// time one turns up.
 fn place<'p>(
-    addresses: &[(&'p Pod, PodAddress)],
+    addresses: &[(&'p Pod, PodAddress<'p>)],
     staged: &[(&'p Pod, usize)],
     mut group_for: impl FnMut(&Pod) -> usize,
 ) -> Vec<usize> {
@@ -245,31 +245,29 @@ fn group_index(groups: &mut Vec<Group>, ports: Vec<EndpointSlicePort>) -> usize 
 /// The endpoint upstream builds for `pod` from its address (R2.13–R2.20): `nodeName` and
 /// `hostname` only when non-empty, the Node's zone when known, no hints. When that is
 /// exactly what the request's pod gives, the endpoint names the pod (`pods` are the
-/// request's) rather than repeating its strings ([`location::source`]).
-pub fn endpoint(pods: &[Pod], pod: &Pod, address: PodAddress) -> Endpoint {
+/// request's) rather than repeating its strings ([`location::source_of`]).
+pub fn endpoint(pods: &[Pod], pod: &Pod, address: PodAddress<'_>) -> Endpoint {
     let PodAddress {
         address,
         ready,
         serving,
         terminating,
     } = address;
-    let location = EndpointLocation {
-        addresses: vec![address.ip],
-        target_ref: address.target_ref,
-        node_name: address.node_name.filter(|n| !n.is_empty()),
-        zone: pod
-            .zone
-            .clone()
-            .filter(|z| pod.node_exists && !z.is_empty()),
-    };
+    let hostname = Some(address.hostname())
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned);
+    let zone = pod
+        .zone
+        .as_deref()
+        .filter(|z| pod.node_exists && !z.is_empty());
     Endpoint {
-        source: location::source(pods, pod, location),
+        source: location::source_of(pods, pod, address, zone),
         conditions: EndpointConditions {
             ready: Some(ready),
             serving: Some(serving),
             terminating: Some(terminating),
         },
-        hostname: Some(address.hostname).filter(|h| !h.is_empty()),
+        hostname,
         hints: None,
     }
 }
@@ -499,10 +497,10 @@ mod tests {
     use super::*;
     use crate::steps::fixtures::pod;
 
-    fn staged(pod: &Pod) -> (&Pod, PodAddress) {
+    fn staged(pod: &Pod) -> (&Pod, PodAddress<'_>) {
         let address = crate::steps::fixtures::address(&pod.pod_ips[0], &pod.uid);
         let staged = PodAddress {
-            address,
+            address: address.into(),
             ready: true,
             serving: true,
             terminating: false,
@@ -566,10 +564,10 @@ mod tests {
         /// Moves pod `b` to another address.
         struct Moved;
         impl Policy for Moved {
-            fn address(&self, ctx: &Context<'_>, pod: &Pod) -> Option<PodAddress> {
+            fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
                 let mut address = crate::steps::address::for_pod(ctx, pod)?;
                 if pod.name == "b" {
-                    address.address.ip = "10.9.9.9".into();
+                    address.address.to_mut().ip = "10.9.9.9".into();
                 }
                 Some(address)
             }
@@ -586,6 +584,36 @@ mod tests {
             Some("b")
         );
         assert_eq!(moved.node_name.as_deref(), Some("node-1"));
+    }
+
+    #[test]
+    fn a_pod_whose_endpoint_differs_from_what_it_names_is_spelled_out() {
+        use crate::testing::{request, service};
+        use crate::types::EndpointSource;
+        use crate::{DefaultPolicy, reconcile};
+        // `a`: an IP not in canonical form; `b`: a zone, but its Node is gone (the zone is
+        // dropped, R2.16) while not-ready addresses are published; `c`: as it should be.
+        let mut a = pod("a", "010.0.0.1", true);
+        a.node_name = String::new();
+        let mut b = pod("b", "10.0.0.2", true);
+        b.zone = Some("zone-a".into());
+        b.node_exists = false;
+        let mut c = pod("c", "10.0.0.3", true);
+        c.zone = Some("zone-a".into());
+        let mut svc = service();
+        svc.publish_not_ready_addresses = true;
+        let req = request(svc, vec![a, b, c]);
+        let decision = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        let endpoints = &decision.slices.create[0].endpoints;
+        let given = |i: usize| match &endpoints[i].source {
+            EndpointSource::Given(l) => l.clone(),
+            other => panic!("endpoint {i} should be spelled out: {other:?}"),
+        };
+        assert_eq!(given(0).addresses, ["10.0.0.1"]);
+        assert_eq!(given(0).node_name, None, "an empty nodeName is left out");
+        assert_eq!(given(1).zone, None);
+        assert_eq!(given(1).addresses, ["10.0.0.2"]);
+        assert!(matches!(endpoints[2].source, EndpointSource::Pod(_)));
     }
 
     #[test]
