@@ -114,21 +114,25 @@ impl<'a> PodEndpoint<'a> {
             && e.zone.as_deref() == self.zone
     }
 
-    /// The location spelled out, at `address`.
-    fn location(&self, address: &str) -> wit::EndpointLocation {
-        wit::EndpointLocation {
-            addresses: vec![address.to_string()],
-            target_ref: Some(wit::ObjectReference {
-                kind: Self::KIND.into(),
-                namespace: self.namespace.into(),
-                name: self.name.into(),
-                uid: self.uid.into(),
-                api_version: String::new(),
-                field_path: String::new(),
-            }),
-            node_name: self.node_name.map(str::to_string),
-            zone: self.zone.map(str::to_string),
+    /// Sets `object`'s `addresses`, `targetRef`, `nodeName` and `zone` to these, at
+    /// `address`: written straight into the object, as the spelled-out view would read
+    /// (empty reference fields absent).
+    fn fill(&self, object: &mut discovery::Endpoint, address: &str) {
+        fn text(s: &str) -> Option<String> {
+            (!s.is_empty()).then(|| s.to_owned())
         }
+        object.addresses = vec![address.to_owned()];
+        object.target_ref = Some(core::ObjectReference {
+            kind: Some(Self::KIND.to_owned()),
+            namespace: text(self.namespace),
+            name: text(self.name),
+            uid: text(self.uid),
+            api_version: None,
+            field_path: None,
+            resource_version: None,
+        });
+        object.node_name = self.node_name.map(str::to_owned);
+        object.zone = self.zone.map(str::to_owned);
     }
 }
 
@@ -277,12 +281,8 @@ pub fn slice_object(
 }
 
 fn endpoint_object(e: wit::Endpoint, pods: &[wit::Pod]) -> Result<discovery::Endpoint, String> {
-    let location = match e.source {
-        wit::EndpointSource::Given(location) => location,
-        wit::EndpointSource::Pod(at) => pod_location(at, pods)?,
-    };
-    Ok(discovery::Endpoint {
-        addresses: location.addresses,
+    let mut object = discovery::Endpoint {
+        addresses: Vec::new(),
         conditions: Some(discovery::EndpointConditions {
             ready: e.conditions.ready,
             serving: e.conditions.serving,
@@ -304,15 +304,29 @@ fn endpoint_object(e: wit::Endpoint, pods: &[wit::Pod]) -> Result<discovery::End
             }),
         }),
         hostname: e.hostname,
-        node_name: location.node_name,
-        // The two contract versions' references have the same fields; one conversion serves both.
-        target_ref: location.target_ref.map(|r| object_reference(r.convert())),
-        zone: location.zone,
-    })
+        node_name: None,
+        target_ref: None,
+        zone: None,
+    };
+    match e.source {
+        wit::EndpointSource::Given(location) => {
+            object.addresses = location.addresses;
+            object.node_name = location.node_name;
+            // The two contract versions' references have the same fields; one conversion
+            // serves both.
+            object.target_ref = location.target_ref.map(|r| object_reference(r.convert()));
+            object.zone = location.zone;
+        }
+        wit::EndpointSource::Pod(at) => {
+            let (pod, ip) = pod_at(at, pods)?;
+            PodEndpoint::of(pod).fill(&mut object, ip);
+        }
+    }
+    Ok(object)
 }
 
-/// What `endpoint-source.pod` stands for: the endpoint of `pods[at.pod]` at `pod-ips[at.ip]`.
-fn pod_location(at: wit::PodIp, pods: &[wit::Pod]) -> Result<wit::EndpointLocation, String> {
+/// What `endpoint-source.pod` stands for: `pods[at.pod]` at its `pod-ips[at.ip]`.
+fn pod_at(at: wit::PodIp, pods: &[wit::Pod]) -> Result<(&wit::Pod, &str), String> {
     let pod = usize::try_from(at.pod)
         .ok()
         .and_then(|i| pods.get(i))
@@ -334,7 +348,7 @@ fn pod_location(at: wit::PodIp, pods: &[wit::Pod]) -> Result<wit::EndpointLocati
                 pod.pod_ips.len()
             )
         })?;
-    Ok(PodEndpoint::of(pod).location(ip))
+    Ok((pod, ip))
 }
 
 /// What a Node tells the slice controller: its zone label, when set and non-empty.
