@@ -16,10 +16,10 @@ use crate::types::{EndpointAddress, Pod};
 /// [`node_name`](Address::node_name) and [`target_ref`](Address::target_ref); change it with
 /// [`to_mut`](Address::to_mut); build one of your own with [`Address::from`]. Two addresses
 /// are equal when those four read the same, however they are held.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Address<'p>(Held<'p>);
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Held<'p> {
     /// The pod's own: `pod_ips[ip]` (already in canonical form), the pod's `spec.hostname` when
     /// `hostname`, its `nodeName` (set even when empty), and a `Pod` reference to it.
@@ -119,6 +119,18 @@ impl<'p> Address<'p> {
 impl From<EndpointAddress> for Address<'_> {
     fn from(address: EndpointAddress) -> Self {
         Address(Held::Given(address))
+    }
+}
+
+// What the address says, not how it is held (a borrowed one would print its whole pod).
+impl std::fmt::Debug for Address<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Address")
+            .field("ip", &self.ip())
+            .field("hostname", &self.hostname())
+            .field("node_name", &self.node_name())
+            .field("target_ref", &self.target_ref())
+            .finish()
     }
 }
 

@@ -25,10 +25,16 @@ pub fn primary_family(service: &Service) -> Family {
 /// The first of the pod's `podIPs` in `family`, in canonical form (spec §7.2, §7.3).
 /// `status.podIP` is not consulted, as upstream; text that does not parse is skipped.
 pub fn pod_ip(pod: &Pod, family: Family) -> Option<String> {
+    first_ip(pod, family).map(|(_, ip)| ip.into_owned())
+}
+
+/// [`pod_ip`] with its index in `podIPs`, borrowed when already canonical.
+fn first_ip(pod: &Pod, family: Family) -> Option<(usize, Cow<'_, str>)> {
     pod.pod_ips
         .iter()
-        .find_map(|text| match ip::canonical(text) {
-            Some((ip, f)) if f == family => Some(ip),
+        .enumerate()
+        .find_map(|(at, text)| match ip::canonical_form(text) {
+            Some((ip, f)) if f == family => Some((at, ip)),
             _ => None,
         })
 }
@@ -66,16 +72,8 @@ pub fn pod_reference(pod: &Pod) -> ObjectReference {
 /// serving when the pod is ready (R2.14). The address borrows the pod's strings when its IP
 /// is written in canonical form, as it nearly always is.
 pub fn for_pod<'p>(ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
-    // The first IP of the family (spec §7.2, §7.3), as `pod_ip` picks it. A pod without one
-    // is left out (upstream logs it at V(2)).
-    let (at, ip) =
-        pod.pod_ips
-            .iter()
-            .enumerate()
-            .find_map(|(at, text)| match ip::canonical_form(text) {
-                Some((ip, f)) if f == ctx.family => Some((at, ip)),
-                _ => None,
-            })?;
+    // A pod without an IP of the Service's family is left out (upstream logs it at V(2)).
+    let (at, ip) = first_ip(pod, ctx.family)?;
     let service = ctx.service;
     let address = match ip {
         Cow::Borrowed(_) => Address::of_pod(pod, at, !hostname(pod, service).is_empty()),
