@@ -34,7 +34,8 @@ enum Held<'p> {
 
 impl<'p> Address<'p> {
     /// The address upstream derives from `pod` at `pod.pod_ips[ip]`, with the pod's hostname
-    /// when `hostname`. The caller guarantees that the text at `ip` is canonical.
+    /// when `hostname`. Only canonical text may stay borrowed: for any other, the caller
+    /// replaces the `ip` through [`Address::to_mut`].
     pub(crate) fn of_pod(pod: &'p Pod, ip: usize, hostname: bool) -> Self {
         debug_assert!(ip < pod.pod_ips.len());
         Address(Held::Pod { pod, ip, hostname })

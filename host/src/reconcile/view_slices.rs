@@ -118,9 +118,7 @@ impl<'a> PodEndpoint<'a> {
     /// `address`: written straight into the object, as the spelled-out view would read
     /// (empty reference fields absent).
     fn fill(&self, object: &mut discovery::Endpoint, address: &str) {
-        fn text(s: &str) -> Option<String> {
-            (!s.is_empty()).then(|| s.to_owned())
-        }
+        let text = |s: &str| non_empty(s.to_owned());
         object.addresses = vec![address.to_owned()];
         object.target_ref = Some(core::ObjectReference {
             kind: Some(Self::KIND.to_owned()),

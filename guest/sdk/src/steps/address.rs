@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::ip::{self, Family};
 use crate::steps::slices::location::TargetRef;
-use crate::types::{EndpointAddress, ObjectReference, Pod, Service};
+use crate::types::{ObjectReference, Pod, Service};
 use crate::{Address, PodAddress};
 use crate::{Context, Output};
 
@@ -75,16 +75,12 @@ pub fn for_pod<'p>(ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
     // A pod without an IP of the Service's family is left out (upstream logs it at V(2)).
     let (at, ip) = first_ip(pod, ctx.family)?;
     let service = ctx.service;
-    let address = match ip {
-        Cow::Borrowed(_) => Address::of_pod(pod, at, !hostname(pod, service).is_empty()),
-        Cow::Owned(ip) => Address::from(EndpointAddress {
-            ip,
-            hostname: hostname(pod, service).to_owned(),
-            // Always set, even to "" for an unscheduled pod (spec §7.4).
-            node_name: Some(pod.node_name.clone()),
-            target_ref: Some(pod_reference(pod)),
-        }),
-    };
+    let mut address = Address::of_pod(pod, at, !hostname(pod, service).is_empty());
+    if let Cow::Owned(canonical) = ip {
+        // Rare: the pod's text is not canonical, so the address is spelled out with the
+        // canonical form.
+        address.to_mut().ip = canonical;
+    }
     let serving = is_ready(pod);
     let publish = service.publish_not_ready_addresses;
     let ready = match ctx.output {
