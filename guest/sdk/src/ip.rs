@@ -51,16 +51,25 @@ pub fn parse_sloppy(text: &str) -> Option<IpAddr> {
 }
 
 /// Dotted decimal with exactly four parts of one or more ASCII digits each, every part at
-/// most 255 once its leading zeros are dropped. Byte by byte rather than `split` and
-/// `parse`: every pod's IP passes through here once per output.
+/// most 255 once its leading zeros are dropped.
 fn parse_v4_sloppy(text: &str) -> Option<Ipv4Addr> {
+    scan_v4(text).map(|(v4, _)| v4)
+}
+
+/// [`parse_v4_sloppy`], and whether a part is written with a leading zero (`010`, `00`), in
+/// one pass over the bytes rather than `split` and `parse` and a second scan: every pod's IP
+/// passes through here once per output.
+fn scan_v4(text: &str) -> Option<(Ipv4Addr, bool)> {
     let mut octets = [0u8; 4];
     let mut part = 0;
     let mut value: u32 = 0;
     let mut digits = 0;
+    let mut padded = false;
     for &b in text.as_bytes() {
         match b {
             b'0'..=b'9' => {
+                // A second digit after a part's first `0` means that `0` was padding.
+                padded |= digits > 0 && value == 0;
                 value = value * 10 + u32::from(b - b'0');
                 // Leading zeros keep `value` at 0, so any length of them is accepted.
                 if value > 255 {
@@ -79,17 +88,7 @@ fn parse_v4_sloppy(text: &str) -> Option<Ipv4Addr> {
         return None;
     }
     octets[3] = value as u8;
-    Some(Ipv4Addr::from(octets))
-}
-
-/// Whether a dotted quad has an octet written with a leading zero (`010`, `00`).
-fn has_leading_zero(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    bytes.iter().enumerate().any(|(i, &b)| {
-        b == b'0'
-            && (i == 0 || bytes[i - 1] == b'.')
-            && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
-    })
+    Some((Ipv4Addr::from(octets), padded))
 }
 
 /// The family of a parsed address.
@@ -108,9 +107,8 @@ pub fn canonical(text: &str) -> Option<(String, Family)> {
 /// [`canonical`], borrowing `text` when it is in canonical form already (the usual pod IP).
 pub fn canonical_form(text: &str) -> Option<(Cow<'_, str>, Family)> {
     // Dotted decimal without leading zeros is its own canonical form: not re-rendered.
-    if !text.contains(':') {
-        let v4 = parse_v4_sloppy(text)?;
-        return Some(if has_leading_zero(text) {
+    if let Some((v4, padded)) = scan_v4(text) {
+        return Some(if padded {
             (
                 Cow::Owned(IpText::new(&IpAddr::V4(v4)).as_str().to_owned()),
                 Family::V4,
@@ -118,6 +116,9 @@ pub fn canonical_form(text: &str) -> Option<(Cow<'_, str>, Family)> {
         } else {
             (Cow::Borrowed(text), Family::V4)
         });
+    }
+    if !text.contains(':') {
+        return None;
     }
     let ip = parse_sloppy(text)?;
     let rendered = IpText::new(&ip);

@@ -149,7 +149,12 @@ impl Default for IdentityState {
 #[derive(Debug, Default)]
 pub struct EndpointIndex {
     state: IdentityState,
-    endpoints: Vec<Option<Endpoint>>,
+    /// Held in place, taken or not: a taken one is swapped for a placeholder and marked in
+    /// `taken`, so that when nothing was taken (a create) the list leaves as it is, without
+    /// moving every endpoint into a new one.
+    endpoints: Vec<Endpoint>,
+    taken: Vec<bool>,
+    taken_count: usize,
     /// Keyed by [`identity_hash`], which is already a keyed hash: the map uses it as is.
     by_hash: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
     /// Positions whose hash collided with another identity's; searched one by one.
@@ -177,17 +182,33 @@ impl Hasher for Prehashed {
     }
 }
 
+/// What a taken endpoint leaves in its place: allocates nothing, and is never read (its slot
+/// is marked taken).
+fn placeholder() -> Endpoint {
+    Endpoint {
+        source: EndpointSource::Pod(crate::types::PodIp { pod: 0, ip: 0 }),
+        conditions: crate::types::EndpointConditions {
+            ready: None,
+            serving: None,
+            terminating: None,
+        },
+        hostname: None,
+        hints: None,
+    }
+}
+
 impl EndpointIndex {
     /// Adds `endpoint`; one with the same identity is replaced in place (R2.9d). Pod indices
     /// refer to `pods`, here and in [`EndpointIndex::take`].
     pub fn insert(&mut self, endpoint: Endpoint, pods: &[Pod]) {
         let hash = identity_hash(&self.state.0, &endpoint, pods);
         if let Some(i) = self.position(hash, &endpoint, pods) {
-            self.endpoints[i] = Some(endpoint);
+            self.endpoints[i] = endpoint;
             return;
         }
         let i = self.endpoints.len();
-        self.endpoints.push(Some(endpoint));
+        self.endpoints.push(endpoint);
+        self.taken.push(false);
         match self.by_hash.entry(hash) {
             std::collections::hash_map::Entry::Occupied(_) => self.collided.push(i),
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -198,11 +219,8 @@ impl EndpointIndex {
 
     /// The position of the held endpoint with `endpoint`'s identity, whose hash is `hash`.
     fn position(&self, hash: u64, endpoint: &Endpoint, pods: &[Pod]) -> Option<usize> {
-        let matches = |i: &usize| {
-            self.endpoints[*i]
-                .as_ref()
-                .is_some_and(|e| same_endpoint(e, endpoint, pods))
-        };
+        let matches =
+            |i: &usize| !self.taken[*i] && same_endpoint(&self.endpoints[*i], endpoint, pods);
         self.by_hash
             .get(&hash)
             .copied()
@@ -213,24 +231,31 @@ impl EndpointIndex {
     /// Takes out the desired endpoint with `stored`'s identity, if one is left.
     pub fn take(&mut self, stored: &Endpoint, pods: &[Pod]) -> Option<Endpoint> {
         let i = self.position(identity_hash(&self.state.0, stored, pods), stored, pods)?;
-        self.endpoints[i].take()
+        self.taken[i] = true;
+        self.taken_count += 1;
+        Some(std::mem::replace(&mut self.endpoints[i], placeholder()))
     }
 
     /// Makes room for `additional` more endpoints.
     pub fn reserve(&mut self, additional: usize) {
         self.endpoints.reserve(additional);
+        self.taken.reserve(additional);
         self.by_hash.reserve(additional);
     }
 
     /// The endpoints not taken, in insertion order.
     pub fn into_remaining(self) -> Vec<Endpoint> {
-        // `Option<Endpoint>` is the size of `Endpoint`, so this reuses the buffer in place.
-        self.endpoints.into_iter().flatten().collect()
+        let mut endpoints = self.endpoints;
+        if self.taken_count > 0 {
+            let mut taken = self.taken.into_iter();
+            endpoints.retain(|_| !taken.next().unwrap_or(true));
+        }
+        endpoints
     }
 
     /// How many endpoints are held and not taken.
     pub fn len(&self) -> usize {
-        self.endpoints.iter().flatten().count()
+        self.endpoints.len() - self.taken_count
     }
 
     /// Whether none is left.
@@ -342,6 +367,30 @@ mod tests {
         let mut left = index.into_remaining();
         assert_eq!(left.len(), 2);
         assert_eq!(given(&mut left[0]).node_name.as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn taken_endpoints_leave_the_rest_in_order_and_cannot_be_taken_twice() {
+        let names = ["a", "b", "c", "d"];
+        let mut index = EndpointIndex::default();
+        for (i, name) in names.iter().enumerate() {
+            index.insert(ep(&[&format!("10.0.0.{i}")], name), &[]);
+        }
+        let b = ep(&["10.0.0.1"], "b");
+        let taken = index.take(&b, &[]).expect("b is held");
+        assert!(same_endpoint(&taken, &b, &[]));
+        assert!(
+            index.take(&b, &[]).is_none(),
+            "its placeholder is not found"
+        );
+        assert!(index.take(&ep(&["10.0.0.3"], "d"), &[]).is_some());
+        assert_eq!(index.len(), 2);
+        let left: Vec<String> = index
+            .into_remaining()
+            .into_iter()
+            .map(|e| locate(&e, &[]).target_ref.unwrap().name.to_owned())
+            .collect();
+        assert_eq!(left, ["a", "c"]);
     }
 
     #[test]
