@@ -65,6 +65,7 @@ pub mod ip;
 pub mod log;
 pub mod meta;
 mod policy;
+pub mod port;
 pub mod steps;
 pub mod testing;
 pub mod well_known;
@@ -72,6 +73,7 @@ pub mod well_known;
 pub use address::Address;
 pub use config::{ConfigError, parse_config};
 pub use policy::{Capped, Context, DefaultPolicy, Entry, Output, PodAddress, Policy, reconcile};
+pub use port::Port;
 
 /// Bindings generated from `wit/v0.2/endpoints.wit` (`weir:endpoints@0.2.0`). Policy code uses
 /// them through [`types`].

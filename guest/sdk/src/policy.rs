@@ -2,6 +2,7 @@
 
 use crate::address::Address;
 use crate::ip::Family;
+use crate::port::Port;
 use crate::steps;
 use crate::types::{
     Decision, EndpointAddress, EndpointPort, EndpointSubset, EndpointsDecision, Pod, Request,
@@ -176,8 +177,9 @@ pub trait Policy {
 
     /// The endpoint ports the pod serves (spec §5.7, §8; R3). `None` in the list is a
     /// port-less entry (headless Service without ports); a slice gets the `Some` ports only,
-    /// so a pod without any is kept there with `ports: []`.
-    fn ports(&self, ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
+    /// so a pod without any is kept there with `ports: []`. Each [`Port`] borrows its Service
+    /// port's strings until a policy edits it ([`Port::to_mut`]).
+    fn ports<'s>(&self, ctx: &Context<'s>, pod: &Pod) -> Vec<Option<Port<'s>>> {
         steps::ports::for_pod(ctx, pod)
     }
 
@@ -292,7 +294,7 @@ fn endpoints(policy: &impl Policy, request: &Request, service: &Service) -> Endp
                 entries.push(Entry {
                     address,
                     ready,
-                    port,
+                    port: port.map(Port::into_owned),
                 });
             }
         }

@@ -8,7 +8,7 @@
 
 use proptest::prelude::*;
 use weir_policy::types::*;
-use weir_policy::{Context, DefaultPolicy, PodAddress, Policy, reconcile};
+use weir_policy::{Context, DefaultPolicy, PodAddress, Policy, Port, reconcile};
 
 fn kv(key: &str, value: &str) -> KeyValue {
     KeyValue {
@@ -282,7 +282,7 @@ impl Policy for Reordering {
         addresses
     }
 
-    fn ports(&self, ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
+    fn ports<'s>(&self, ctx: &Context<'s>, pod: &Pod) -> Vec<Option<Port<'s>>> {
         let mut ports = weir_policy::steps::ports::for_pod(ctx, pod);
         ports.reverse();
         ports.extend(ports.clone());

@@ -1,8 +1,8 @@
 //! Port resolution (spec §5.7 d–e, §8; upstream `FindPort`, `endpointPortFromServicePort`).
 
-use crate::Context;
 use crate::types::{EndpointPort, Pod, ServicePort, TargetPort};
 use crate::well_known::CLUSTER_IP_NONE;
+use crate::{Context, Port};
 
 /// The container port a Service port targets on `pod`, or `None` when a named target port is
 /// not declared with the same protocol (spec §8.2, §8.3). The pod's `container-ports` are in
@@ -29,9 +29,10 @@ pub fn endpoint_port(service_port: &ServicePort, port: i32) -> EndpointPort {
     }
 }
 
-/// Every endpoint port `pod` serves for the Service, in Service port order. A Service without
-/// ports gives one port-less entry (`None`) when headless and nothing otherwise (spec §5.7).
-pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
+/// Every endpoint port `pod` serves for the Service, in Service port order, borrowed from the
+/// Service's ports. A Service without ports gives one port-less entry (`None`) when headless
+/// and nothing otherwise (spec §5.7).
+pub fn for_pod<'s>(ctx: &Context<'s>, pod: &Pod) -> Vec<Option<Port<'s>>> {
     let service = ctx.service;
     if service.ports.is_empty() {
         return if service.cluster_ip == CLUSTER_IP_NONE {
@@ -44,7 +45,7 @@ pub fn for_pod(ctx: &Context<'_>, pod: &Pod) -> Vec<Option<EndpointPort>> {
         .ports
         .iter()
         // A port the pod does not declare is skipped for this pod only (spec §8.4).
-        .filter_map(|sp| find_port(pod, sp).map(|port| Some(endpoint_port(sp, port))))
+        .filter_map(|sp| find_port(pod, sp).map(|port| Some(Port::of_service(sp, port))))
         .collect()
 }
 

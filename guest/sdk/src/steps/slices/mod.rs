@@ -17,9 +17,10 @@ use std::collections::HashMap;
 
 use crate::ip::Family;
 use crate::policy::{Context, Output, PodAddress, Policy};
+use crate::port::Port;
 use crate::types::{
-    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, EndpointSlicePort, Pod, Request,
-    Service, ServiceEvent, SliceChanges,
+    Endpoint, EndpointConditions, EndpointSlice, EndpointSlicePort, Pod, Request, Service,
+    ServiceEvent, SliceChanges,
 };
 use crate::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
 use identity::{EndpointIndex, PortKey, endpoints_equal_beyond_identity, port_key};
@@ -114,7 +115,7 @@ pub fn desired_groups(
     ctx: &Context<'_>,
     errors: &mut Vec<String>,
 ) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
+    let mut grouping = Grouping::default();
     let publish = ctx.service.publish_not_ready_addresses;
     let pods = policy.select(ctx, &ctx.request.pods);
     let mut staged: Vec<(&Pod, PodAddress<'_>)> = Vec::with_capacity(pods.len());
@@ -122,7 +123,7 @@ pub fn desired_groups(
     let mut staged_groups: Vec<(&Pod, usize)> = Vec::with_capacity(pods.len());
     for pod in pods {
         // R2.12: the group exists even if the pod contributes no endpoint to it.
-        let group = group_of(policy, ctx, pod, &mut groups);
+        let group = grouping.group_of(policy, ctx, pod);
         if !pod.node_exists && !publish {
             errors.push(format!(
                 "skipping Pod {} for Service {}/{}: Node {} Not Found",
@@ -137,8 +138,9 @@ pub fn desired_groups(
     }
     let addresses = policy.addresses(ctx, staged);
     let placed = place(&addresses, &staged_groups, |pod| {
-        group_of(policy, ctx, pod, &mut groups)
+        grouping.group_of(policy, ctx, pod)
     });
+    let mut groups = grouping.groups;
     // Each group's index is sized once: its endpoints are large, and growing copies them.
     let mut sizes = vec![0; groups.len()];
     for &group in &placed {
@@ -185,28 +187,67 @@ fn place<'p>(
         .collect()
 }
 
-/// The index of `pod`'s port group in `groups`, added when new.
-fn group_of(policy: &impl Policy, ctx: &Context<'_>, pod: &Pod, groups: &mut Vec<Group>) -> usize {
-    let ports = policy.ports(ctx, pod);
-    // Pods of one Service mostly share their ports, and the policy lists them in the
-    // Service's order, often already the group's sorted order: such a list is matched as it
-    // is, without building, sorting and deduplicating the slice form first.
-    if let Some(i) = groups.iter().position(|g| lists_group(&g.ports, &ports)) {
-        return i;
+/// The port groups found so far, and how to find a pod's quickly.
+#[derive(Default)]
+struct Grouping<'s> {
+    groups: Vec<Group>,
+    /// The port list of the pod that added each group, when every port of it is still the
+    /// Service's own ([`Port::is_same_resolution`]), with that group's index.
+    listings: Vec<(Vec<Option<Port<'s>>>, usize)>,
+}
+
+impl<'s> Grouping<'s> {
+    /// The index of `pod`'s port group, added when new.
+    fn group_of(&mut self, policy: &impl Policy, ctx: &Context<'s>, pod: &Pod) -> usize {
+        let ports = policy.ports(ctx, pod);
+        // Pods of one Service mostly resolve the same Service ports to the same numbers:
+        // such a list is known by where its ports come from, with no string compared.
+        if let Some(&(_, i)) = self
+            .listings
+            .iter()
+            .find(|(listing, _)| same_resolutions(listing, &ports))
+        {
+            return i;
+        }
+        // The policy lists ports in the Service's order, often already the group's sorted
+        // order: such a list is matched as it is, without building, sorting and
+        // deduplicating the slice form first.
+        if let Some(i) = self
+            .groups
+            .iter()
+            .position(|g| lists_group(&g.ports, &ports))
+        {
+            return i;
+        }
+        let borrowed = ports.iter().flatten().all(Port::is_borrowed);
+        let listing = borrowed.then(|| ports.clone());
+        let i = group_index(&mut self.groups, slice_ports(ports));
+        self.listings.extend(listing.map(|l| (l, i)));
+        i
     }
-    group_index(groups, slice_ports(ports))
+}
+
+/// Whether `a` and `b` list the same Service ports resolved to the same numbers, in the same
+/// order. `false` says nothing: the lists may still be equal.
+fn same_resolutions(a: &[Option<Port<'_>>], b: &[Option<Port<'_>>]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|pair| match pair {
+            (Some(x), Some(y)) => x.is_same_resolution(y),
+            (None, None) => true,
+            _ => false,
+        })
 }
 
 /// Whether `ports`, the policy's list, is exactly `group` (sorted, without duplicates) in
 /// the same order. `false` says nothing: the list may still be the group in another order.
-fn lists_group(group: &[EndpointSlicePort], ports: &[Option<EndpointPort>]) -> bool {
+fn lists_group(group: &[EndpointSlicePort], ports: &[Option<Port<'_>>]) -> bool {
     let mut ports = ports.iter().flatten();
     group.iter().all(|g| {
         ports.next().is_some_and(|p| {
-            g.port == Some(p.port)
-                && g.name.as_deref() == Some(p.name.as_str())
-                && g.protocol.as_deref() == Some(p.protocol.as_str())
-                && g.app_protocol == p.app_protocol
+            g.port == Some(p.port())
+                && g.name.as_deref() == Some(p.name())
+                && g.protocol.as_deref() == Some(p.protocol())
+                && g.app_protocol.as_deref() == p.app_protocol()
         })
     }) && ports.next().is_none()
 }
@@ -214,10 +255,11 @@ fn lists_group(group: &[EndpointSlicePort], ports: &[Option<EndpointPort>]) -> b
 /// The slice form of the policy's ports of a pod: without the port-less marker (a headless
 /// Service without ports gives `[]`, R3.1), as upstream writes them (name and protocol always
 /// present, R3.3), sorted by their group key (R3.7).
-fn slice_ports(ports: Vec<Option<EndpointPort>>) -> Vec<EndpointSlicePort> {
+fn slice_ports(ports: Vec<Option<Port<'_>>>) -> Vec<EndpointSlicePort> {
     let mut ports: Vec<EndpointSlicePort> = ports
         .into_iter()
         .flatten()
+        .map(Port::into_owned)
         .map(|p| EndpointSlicePort {
             name: Some(p.name),
             port: Some(p.port),
@@ -617,9 +659,65 @@ mod tests {
     }
 
     #[test]
+    fn pods_group_by_what_their_ports_say_however_the_ports_are_held() {
+        use crate::testing::{request, service};
+        use crate::{DefaultPolicy, reconcile};
+        /// Spells the ports of `a` and `b` out (`c` keeps the Service's), and moves `b`'s to
+        /// another number: `a` and `c` say the same, held differently.
+        struct Spelled;
+        impl Policy for Spelled {
+            fn ports<'s>(&self, ctx: &Context<'s>, pod: &Pod) -> Vec<Option<Port<'s>>> {
+                let mut ports = crate::steps::ports::for_pod(ctx, pod);
+                if pod.name == "c" {
+                    return ports;
+                }
+                for port in ports.iter_mut().flatten() {
+                    let mut owned = port.clone().into_owned();
+                    if pod.name == "b" {
+                        owned.port = 9999;
+                    }
+                    *port = Port::from(owned);
+                }
+                ports
+            }
+        }
+        let req = request(
+            service(),
+            vec![
+                pod("a", "10.0.0.1", true),
+                pod("b", "10.0.0.2", true),
+                pod("c", "10.0.0.3", true),
+            ],
+        );
+        let groups = |decision: &crate::types::Decision| -> Vec<(Vec<Option<i32>>, usize)> {
+            let mut groups: Vec<_> = decision
+                .slices
+                .create
+                .iter()
+                .map(|s| {
+                    let ports = s.ports.iter().flatten().map(|p| p.port).collect();
+                    (ports, s.endpoints.len())
+                })
+                .collect();
+            groups.sort();
+            groups
+        };
+        let spelled = reconcile(&Spelled, &req).unwrap();
+        assert_eq!(
+            groups(&spelled),
+            [(vec![Some(8080)], 2), (vec![Some(9999)], 1)]
+        );
+        let borrowed = reconcile(&DefaultPolicy::default(), &req).unwrap();
+        assert_eq!(groups(&borrowed), [(vec![Some(8080)], 3)]);
+    }
+
+    #[test]
     fn a_port_list_is_matched_as_is_only_in_the_groups_order() {
-        use crate::steps::fixtures::port;
-        let (http, metrics) = (port("http", 8080), port("metrics", 9090));
+        use crate::steps::fixtures::{port, service_port};
+        let (http, metrics) = (
+            Port::from(port("http", 8080)),
+            Port::from(port("metrics", 9090)),
+        );
         let group = slice_ports(vec![Some(metrics.clone()), Some(http.clone())]);
         let names: Vec<_> = group.iter().map(|p| p.name.as_deref().unwrap()).collect();
         assert_eq!(names, ["http", "metrics"], "sorted by the group key");
@@ -646,8 +744,25 @@ mod tests {
             ]
         ));
         let mut other = metrics.clone();
-        other.app_protocol = Some("h2c".into());
+        other.to_mut().app_protocol = Some("h2c".into());
         assert!(!lists_group(&group, &[Some(http), Some(other)]));
+        // Ports borrowed from the Service match the same way.
+        let sp = service_port("http", 80, crate::types::TargetPort::Number(8080), "TCP");
+        let sm = service_port("metrics", 90, crate::types::TargetPort::Number(9090), "TCP");
+        assert!(lists_group(
+            &group,
+            &[
+                Some(Port::of_service(&sp, 8080)),
+                Some(Port::of_service(&sm, 9090))
+            ]
+        ));
+        assert!(!lists_group(
+            &group,
+            &[
+                Some(Port::of_service(&sp, 8081)),
+                Some(Port::of_service(&sm, 9090))
+            ]
+        ));
         assert!(lists_group(&[], &[None]));
     }
 }
