@@ -191,8 +191,9 @@ fn place<'p>(
 #[derive(Default)]
 struct Grouping<'s> {
     groups: Vec<Group>,
-    /// The port list of the pod that added each group, when every port of it is still the
-    /// Service's own ([`Port::is_same_resolution`]), with that group's index.
+    /// Port lists that missed this quick match, with their group's index: only lists whose
+    /// every port is still the Service's own ([`Port::is_borrowed`]), so a policy that spells
+    /// ports out adds none.
     listings: Vec<(Vec<Option<Port<'s>>>, usize)>,
 }
 
