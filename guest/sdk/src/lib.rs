@@ -17,6 +17,10 @@
 //! host's log), and [`testing`] (builders for native unit tests, so a policy is tested with a
 //! plain `cargo test`).
 //!
+//! [`Address`] and [`Port`] are what the `address` and `ports` hooks hand out: they borrow the
+//! pod's and the Service's strings until a policy edits them (`to_mut`), so a policy that only
+//! changes readiness copies nothing.
+//!
 //! A whole policy, configuration included:
 //!
 //! ```
