@@ -154,7 +154,6 @@ pub struct EndpointIndex {
     /// moving every endpoint into a new one.
     endpoints: Vec<Endpoint>,
     taken: Vec<bool>,
-    taken_count: usize,
     /// Keyed by [`identity_hash`], which is already a keyed hash: the map uses it as is.
     by_hash: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
     /// Positions whose hash collided with another identity's; searched one by one.
@@ -232,7 +231,6 @@ impl EndpointIndex {
     pub fn take(&mut self, stored: &Endpoint, pods: &[Pod]) -> Option<Endpoint> {
         let i = self.position(identity_hash(&self.state.0, stored, pods), stored, pods)?;
         self.taken[i] = true;
-        self.taken_count += 1;
         Some(std::mem::replace(&mut self.endpoints[i], placeholder()))
     }
 
@@ -246,7 +244,7 @@ impl EndpointIndex {
     /// The endpoints not taken, in insertion order.
     pub fn into_remaining(self) -> Vec<Endpoint> {
         let mut endpoints = self.endpoints;
-        if self.taken_count > 0 {
+        if self.taken.contains(&true) {
             let mut taken = self.taken.into_iter();
             endpoints.retain(|_| !taken.next().unwrap_or(true));
         }
@@ -255,7 +253,7 @@ impl EndpointIndex {
 
     /// How many endpoints are held and not taken.
     pub fn len(&self) -> usize {
-        self.endpoints.len() - self.taken_count
+        self.taken.iter().filter(|&&taken| !taken).count()
     }
 
     /// Whether none is left.
