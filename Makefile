@@ -1,7 +1,7 @@
 # weir's entry points. `make test` is what CI runs (.ci/run).
 CARGO ?= cargo
 
-.PHONY: demo test policies lint wasm-target
+.PHONY: demo test policies lint wasm-target upstream conformance
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -36,3 +36,25 @@ policies: wasm-target
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## upstream: build kube-harness (tests/upstream: etcd, the real kube-apiserver and upstream's
+## endpoint controllers, from the pinned k8s.io/kubernetes module) to target/upstream/kube-harness
+# The first build compiles kube-apiserver (see README, "Real Kubernetes"); Go's own caches keep
+# later builds to a check and, when nothing changed, no relink.
+KUBE_HARNESS := $(or $(CARGO_TARGET_DIR),target)/upstream/kube-harness
+upstream:
+	tests/upstream/build.sh $(KUBE_HARNESS)
+
+## conformance: the real-server tier: weir and upstream's controllers against kube-apiserver
+# CGO_ENABLED=0 everywhere, as build.sh builds: another cgo setting would recompile every
+# dependency of kube-apiserver. The differential run prints `N passed, N failed` last.
+CONFORMANCE_SCENARIOS ?= 20
+CONFORMANCE_SEED ?= 1
+conformance: upstream wasm-target
+	$(CARGO) build --workspace --bins
+	cd tests/upstream && test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+	cd tests/upstream && CGO_ENABLED=0 go vet ./...
+	cd tests/upstream && CGO_ENABLED=0 KUBE_HARNESS=$(abspath $(KUBE_HARNESS)) WEIR=$(abspath $(WEIR_BIN)) \
+		go test -count=1 ./e2e/...
+	cd tests/upstream && CGO_ENABLED=0 go run ./conformance --harness $(abspath $(KUBE_HARNESS)) \
+		--weir $(abspath $(WEIR_BIN)) --scenarios $(CONFORMANCE_SCENARIOS) --seed $(CONFORMANCE_SEED)

@@ -1,0 +1,287 @@
+// Command conformance is weir's differential conformance run: seeded scenarios applied
+// identically to two namespaces of one real kube-apiserver (kube-harness), one served by
+// upstream's endpoints and EndpointSlice controllers, one by `weir run` with the default guest.
+// After each change, once both sides are quiet, it compares every Endpoints and EndpointSlice
+// (modulo names, UIDs, resourceVersions, timestamps and the namespace) and the number of writes
+// each side made (from the API server's audit log). A difference is classified by the id of a
+// deviation listed in docs/upstream-behaviour.md §18, or reported as unexplained and fails the
+// scenario. The last line is `N passed, N failed`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type options struct {
+	harness, weir string
+	seed          uint64
+	scenarios     int
+	quiet, settle time.Duration
+	keep          bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.harness, "harness", os.Getenv("KUBE_HARNESS"), "kube-harness binary (env KUBE_HARNESS)")
+	flag.StringVar(&o.weir, "weir", os.Getenv("WEIR"), "weir binary (env WEIR)")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the first scenario; scenario i uses seed+i")
+	flag.IntVar(&o.scenarios, "scenarios", 20, "number of scenarios")
+	flag.DurationVar(&o.quiet, "quiet", 2*time.Second, "how long both sides must make no write before their state is compared")
+	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a difference may last before it counts (retries with backoff)")
+	flag.BoolVar(&o.keep, "keep", false, "leave the harness directory (logs, audit log) in place")
+	flag.Parse()
+	if o.harness == "" || o.weir == "" {
+		fmt.Fprintln(os.Stderr, "conformance: --harness and --weir (or KUBE_HARNESS and WEIR) are required")
+		os.Exit(2)
+	}
+	if o.scenarios < 1 || o.quiet <= 0 {
+		fmt.Fprintln(os.Stderr, "conformance: --scenarios must be at least 1 and --quiet positive")
+		os.Exit(2)
+	}
+	passed, failed, err := run(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+	}
+	fmt.Printf("%d passed, %d failed\n", passed, failed)
+	if err != nil || failed > 0 {
+		os.Exit(1)
+	}
+}
+
+func run(o options) (passed, failed int, err error) {
+	dir, err := os.MkdirTemp("", "weir-conformance-")
+	if err != nil {
+		return 0, 0, err
+	}
+	if out, err := runCommand(o.harness, "up", dir); err != nil {
+		return 0, 0, fmt.Errorf("kube-harness up: %v\n%s", err, out)
+	}
+	defer func() {
+		if out, downErr := runCommand(o.harness, "down", dir); downErr != nil {
+			err = errors.Join(err, fmt.Errorf("kube-harness down: %v\n%s", downErr, out))
+		}
+		if o.keep || failed > 0 {
+			fmt.Fprintf(os.Stderr, "conformance: logs kept in %s\n", dir)
+		} else {
+			os.RemoveAll(dir)
+		}
+	}()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return 0, 0, err
+	}
+	config.QPS, config.Burst = 200, 400
+	config.UserAgent = "weir-conformance-driver"
+	// Every read of v1 Endpoints draws a deprecation warning; the run reads them on purpose.
+	config.WarningHandler = rest.NoWarnings{}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx := context.Background()
+	if err := createNodes(ctx, client); err != nil {
+		return 0, 0, err
+	}
+	audit, err := openAuditLog(filepath.Join(dir, "audit.log"))
+	if err != nil {
+		return 0, 0, err
+	}
+	deviations := map[string]int{}
+	features := map[string]int{}
+	for i := range o.scenarios {
+		s := generate(o.seed + uint64(i))
+		for f := range s.features {
+			features[f]++
+		}
+		r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i)
+		for _, d := range r.classified {
+			deviations[d]++
+		}
+		if r.err != nil {
+			failed++
+			fmt.Printf("FAIL scenario seed=%d: %v\n", s.seed, r.err)
+		} else {
+			passed++
+			fmt.Printf("ok   scenario seed=%d (%d services, %d pods, %d steps)\n", s.seed, len(s.services), len(s.pods), len(s.steps))
+		}
+	}
+	fmt.Printf("features covered (scenarios): %s\n", describeWrites(features))
+	fmt.Printf("listed deviations recognised: %s\n", describeWrites(deviations))
+	return passed, failed, nil
+}
+
+type result struct {
+	err        error
+	classified []string
+}
+
+func runScenario(ctx context.Context, o options, dir, kubeconfig string, client kubernetes.Interface,
+	audit *auditLog, s *scenario, index int) (r result) {
+	upNS, weirNS := fmt.Sprintf("s%d-upstream", index), fmt.Sprintf("s%d-weir", index)
+	for _, ns := range []string{upNS, weirNS} {
+		if err := createNamespace(ctx, client, ns); err != nil {
+			return result{err: err}
+		}
+	}
+	upstream, err := startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+".log"))
+	if err != nil {
+		return result{err: err}
+	}
+	defer func() { r.err = errors.Join(r.err, upstream.stop()) }()
+	weir, err := startWeir(o.weir, kubeconfig, weirNS, dir)
+	if err != nil {
+		return result{err: err}
+	}
+	defer func() { r.err = errors.Join(r.err, weir.stop()) }()
+
+	// Writes are compared per step: the initial state arrives as a burst of creations that each
+	// side coalesces by its own timing, while one change on a quiet cluster must cost both sides
+	// the same writes (a no-op one side skips and the other writes is a difference).
+	var upBefore, weirBefore map[string]int
+	check := func(point string) error {
+		if err := waitQuiet(audit, o.quiet); err != nil {
+			return err
+		}
+		// Quiet is not converged: a side may be waiting out a retry backoff (upstream's
+		// EndpointSlice controller backs off from 1s, doubling, after a stale cache), so a
+		// difference counts only if it outlasts o.settle.
+		var diffs []difference
+		settled := time.Now().Add(o.settle)
+		for {
+			upState, err := readState(ctx, client, upNS)
+			if err != nil {
+				return err
+			}
+			weirState, err := readState(ctx, client, weirNS)
+			if err != nil {
+				return err
+			}
+			diffs = compareStates(upState, weirState)
+			if !hasUnexplained(diffs) || time.Now().After(settled) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if err := waitQuiet(audit, o.quiet); err != nil {
+			return err
+		}
+		upNow, weirNow := cloneCounts(audit.writes[upNS]), cloneCounts(audit.writes[weirNS])
+		if upBefore != nil {
+			diffs = append(diffs, compareWrites(point, subtract(upNow, upBefore), subtract(weirNow, weirBefore))...)
+		}
+		upBefore, weirBefore = upNow, weirNow
+		var unexplained []string
+		for _, d := range diffs {
+			if d.deviation != "" {
+				r.classified = append(r.classified, d.deviation)
+				continue
+			}
+			unexplained = append(unexplained, d.what)
+		}
+		if len(unexplained) > 0 {
+			return fmt.Errorf("after %s, %d unexplained difference(s):\n  %s", point, len(unexplained), strings.Join(unexplained, "\n  "))
+		}
+		return nil
+	}
+
+	for _, ns := range []string{upNS, weirNS} {
+		if err := applyInitial(ctx, client, ns, s); err != nil {
+			return result{err: err}
+		}
+	}
+	if err := check("the initial state"); err != nil {
+		return result{err: err, classified: r.classified}
+	}
+	for n, st := range s.steps {
+		for _, ns := range []string{upNS, weirNS} {
+			if err := applyStep(ctx, client, ns, st); err != nil {
+				return result{err: fmt.Errorf("step %d (%s %s) in %s: %w", n+1, st.kind, st.name, ns, err), classified: r.classified}
+			}
+		}
+		if err := check(fmt.Sprintf("step %d (%s %s)", n+1, st.kind, st.name)); err != nil {
+			return result{err: err, classified: r.classified}
+		}
+	}
+	return result{classified: r.classified}
+}
+
+func hasUnexplained(diffs []difference) bool {
+	for _, d := range diffs {
+		if d.deviation == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// waitQuiet returns once the audit log shows no write for the quiet period.
+func waitQuiet(audit *auditLog, quiet time.Duration) error {
+	const limit = 2 * time.Minute
+	start := time.Now()
+	last, lastChange := audit.total, time.Now()
+	for time.Since(lastChange) < quiet {
+		if time.Since(start) > limit {
+			return fmt.Errorf("the controllers kept writing for %v", limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := audit.poll(); err != nil {
+			return err
+		}
+		if audit.total != last {
+			last, lastChange = audit.total, time.Now()
+		}
+	}
+	return nil
+}
+
+func cloneCounts(counts map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range counts {
+		out[k] = v
+	}
+	return out
+}
+
+func subtract(now, before map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range now {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// compareWrites compares the successful writes each side made for one change, per resource.
+func compareWrites(point string, upstream, weir map[string]int) []difference {
+	perResource := func(counts map[string]int) map[string]int {
+		out := map[string]int{}
+		for k, v := range counts {
+			out[strings.Fields(k)[0]] += v
+		}
+		return out
+	}
+	u, w := perResource(upstream), perResource(weir)
+	var diffs []difference
+	for _, resource := range unionKeys(u, w) {
+		if u[resource] != w[resource] {
+			diffs = append(diffs, difference{what: fmt.Sprintf("%s writes for %s: upstream %s, weir %s",
+				resource, point, describeWrites(upstream), describeWrites(weir))})
+		}
+	}
+	sort.Slice(diffs, func(i, j int) bool { return diffs[i].what < diffs[j].what })
+	return diffs
+}

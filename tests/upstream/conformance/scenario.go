@@ -1,0 +1,298 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// A scenario is a cluster state and changes to it, generated from a seed: the same seed gives
+// the same scenario, so a difference found in CI is reproduced with `--seed`.
+type scenario struct {
+	seed     uint64
+	services []*corev1.Service
+	pods     []*podState
+	steps    []step
+	// features lists what the scenario exercises, for the report.
+	features map[string]bool
+}
+
+// podState is a pod to create and the status a kubelet would report for it.
+type podState struct {
+	pod    *corev1.Pod
+	status corev1.PodStatus
+}
+
+// A step is one change applied, in order, to both namespaces.
+type step struct {
+	kind string // see the step* constants
+	name string // the pod or Service changed
+	// For stepRelabelPod and stepSelector: the new labels or selector; for stepPorts: ports.
+	labels map[string]string
+	ports  []corev1.ServicePort
+	ready  bool
+	pod    *podState // stepAddPod
+}
+
+const (
+	stepReady        = "set-ready"
+	stepRelabelPod   = "relabel-pod"
+	stepDeletePod    = "delete-pod"
+	stepGracefulPod  = "graceful-delete-pod"
+	stepAddPod       = "add-pod"
+	stepSelector     = "change-selector"
+	stepPorts        = "change-ports"
+	stepServiceLabel = "relabel-service"
+)
+
+// harnessNodes are created once for the whole run: Nodes in three zones (the fourth has no zone
+// label), since no kubelet registers any.
+var harnessNodes = []struct{ name, zone string }{
+	{"node-a1", "zone-a"}, {"node-a2", "zone-a"}, {"node-b1", "zone-b"}, {"node-c1", "zone-c"}, {"node-nozone", ""},
+}
+
+var appLabels = []map[string]string{
+	{"app": "a"}, {"app": "b"}, {"app": "a", "tier": "front"}, {"tier": "front"},
+}
+
+type generator struct {
+	rng      *rand.Rand
+	s        *scenario
+	nextIPv4 int
+	nextIPv6 int
+	nextPod  int
+}
+
+// generate builds the scenario of seed. Every random choice comes from one PCG stream seeded
+// by it.
+func generate(seed uint64) *scenario {
+	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), s: &scenario{seed: seed, features: map[string]bool{}}}
+	services := 1 + g.rng.IntN(3)
+	for i := range services {
+		g.s.services = append(g.s.services, g.service(fmt.Sprintf("svc-%d", i)))
+	}
+	pods := g.rng.IntN(10)
+	if g.rng.IntN(8) == 0 {
+		// Beyond one slice (100 endpoints) and the packing of several.
+		pods = 101 + g.rng.IntN(60)
+		g.feature("more-than-100-endpoints")
+	}
+	for range pods {
+		g.s.pods = append(g.s.pods, g.pod())
+	}
+	steps := g.rng.IntN(6)
+	for range steps {
+		if st, ok := g.step(); ok {
+			g.s.steps = append(g.s.steps, st)
+		}
+	}
+	return g.s
+}
+
+func (g *generator) feature(name string) { g.s.features[name] = true }
+
+func (g *generator) chance(n int) bool { return g.rng.IntN(n) == 0 }
+
+func (g *generator) service(name string) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"scenario": "yes"}}}
+	switch g.rng.IntN(6) {
+	case 0:
+		g.feature("selector-less")
+	default:
+		svc.Spec.Selector = cloneMap(appLabels[g.rng.IntN(len(appLabels))])
+	}
+	if g.chance(4) {
+		svc.Spec.ClusterIP = corev1.ClusterIPNone
+		g.feature("headless")
+	}
+	single := corev1.IPFamilyPolicySingleStack
+	preferDual := corev1.IPFamilyPolicyPreferDualStack
+	switch g.rng.IntN(4) {
+	case 0:
+		svc.Spec.IPFamilyPolicy = &single
+		svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+		g.feature("single-stack-ipv6")
+	case 1:
+		svc.Spec.IPFamilyPolicy = &preferDual
+		g.feature("dual-stack")
+	}
+	if g.chance(4) {
+		svc.Spec.PublishNotReadyAddresses = true
+		g.feature("publishNotReadyAddresses")
+	}
+	svc.Spec.Ports = g.servicePorts(svc.Spec.ClusterIP == corev1.ClusterIPNone)
+	return svc
+}
+
+func (g *generator) servicePorts(headless bool) []corev1.ServicePort {
+	n := 1 + g.rng.IntN(3)
+	if headless && g.chance(3) {
+		g.feature("headless-without-ports")
+		return nil
+	}
+	var ports []corev1.ServicePort
+	protocols := []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+	for i := range n {
+		port := corev1.ServicePort{Port: int32(80 + i), Protocol: protocols[g.rng.IntN(3)]}
+		if port.Protocol != corev1.ProtocolTCP {
+			g.feature("multi-protocol-ports")
+		}
+		if n > 1 || g.chance(2) {
+			port.Name = fmt.Sprintf("p%d", i)
+		}
+		switch g.rng.IntN(3) {
+		case 0:
+			port.TargetPort = intstr.FromInt32(int32(8080 + g.rng.IntN(3)))
+			g.feature("numeric-target-port")
+		case 1:
+			port.TargetPort = intstr.FromString([]string{"web", "metrics", "absent"}[g.rng.IntN(3)])
+			g.feature("named-target-port")
+		}
+		if g.chance(4) {
+			proto := []string{"http", "kubernetes.io/h2c", "example.com/custom"}[g.rng.IntN(3)]
+			port.AppProtocol = &proto
+			g.feature("appProtocol")
+		}
+		ports = append(ports, port)
+	}
+	return ports
+}
+
+func (g *generator) pod() *podState {
+	name := fmt.Sprintf("pod-%d", g.nextPod)
+	g.nextPod++
+	node := harnessNodes[g.rng.IntN(len(harnessNodes))].name
+	container := corev1.Container{Name: "app", Image: "registry.invalid/app:1"}
+	named := []corev1.ContainerPort{
+		{Name: "web", ContainerPort: int32(8080 + g.rng.IntN(2)), Protocol: corev1.ProtocolTCP},
+		{Name: "metrics", ContainerPort: 9090, Protocol: []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP}[g.rng.IntN(2)]},
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: cloneMap(appLabels[g.rng.IntN(len(appLabels))])},
+		Spec:       corev1.PodSpec{NodeName: node},
+	}
+	switch g.rng.IntN(4) {
+	case 0:
+		// Named ports only in a sidecar (an init container that keeps running).
+		always := corev1.ContainerRestartPolicyAlways
+		pod.Spec.InitContainers = []corev1.Container{{Name: "sidecar", Image: "registry.invalid/side:1", RestartPolicy: &always, Ports: named}}
+		g.feature("sidecar-named-ports")
+	case 1:
+		// A plain init container's ports do not count.
+		pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.invalid/init:1", Ports: named[:1]}}
+		container.Ports = named[1:]
+		g.feature("init-container-named-ports")
+	default:
+		container.Ports = named
+	}
+	pod.Spec.Containers = []corev1.Container{container}
+	if g.chance(4) {
+		pod.Spec.Hostname = fmt.Sprintf("host-%d", g.nextPod)
+		if g.chance(2) {
+			pod.Spec.Subdomain = fmt.Sprintf("svc-%d", g.rng.IntN(3))
+		}
+		g.feature("hostname-subdomain")
+	}
+	return &podState{pod: pod, status: g.status()}
+}
+
+func (g *generator) status() corev1.PodStatus {
+	status := corev1.PodStatus{Phase: corev1.PodRunning}
+	switch g.rng.IntN(8) {
+	case 0:
+		status.Phase = corev1.PodPending
+		g.feature("pending-pod")
+	case 1:
+		status.Phase = []corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed}[g.rng.IntN(2)]
+		g.feature("finished-pod")
+	}
+	if status.Phase == corev1.PodPending && g.chance(2) {
+		return status // not scheduled an IP yet
+	}
+	switch g.rng.IntN(4) {
+	case 0:
+		status.PodIPs = []corev1.PodIP{{IP: g.ipv6()}}
+	case 1:
+		status.PodIPs = []corev1.PodIP{{IP: g.ipv4()}, {IP: g.ipv6()}}
+	default:
+		status.PodIPs = []corev1.PodIP{{IP: g.ipv4()}}
+	}
+	status.PodIP = status.PodIPs[0].IP
+	ready := g.rng.IntN(3) != 0
+	if !ready {
+		g.feature("not-ready")
+	}
+	status.Conditions = []corev1.PodCondition{readyCondition(ready)}
+	return status
+}
+
+func readyCondition(ready bool) corev1.PodCondition {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return corev1.PodCondition{Type: corev1.PodReady, Status: status}
+}
+
+func (g *generator) ipv4() string {
+	g.nextIPv4++
+	return fmt.Sprintf("10.244.%d.%d", g.nextIPv4/250, 1+g.nextIPv4%250)
+}
+
+func (g *generator) ipv6() string {
+	g.nextIPv6++
+	return fmt.Sprintf("fd00:10:244::%x", g.nextIPv6)
+}
+
+func (g *generator) step() (step, bool) {
+	pods, services := g.s.pods, g.s.services
+	switch g.rng.IntN(9) {
+	case 0, 1:
+		if len(pods) == 0 {
+			return step{}, false
+		}
+		g.feature("readiness-change")
+		return step{kind: stepReady, name: pods[g.rng.IntN(len(pods))].pod.Name, ready: g.chance(2)}, true
+	case 2:
+		if len(pods) == 0 {
+			return step{}, false
+		}
+		g.feature("pod-label-change")
+		return step{kind: stepRelabelPod, name: pods[g.rng.IntN(len(pods))].pod.Name, labels: cloneMap(appLabels[g.rng.IntN(len(appLabels))])}, true
+	case 3:
+		if len(pods) == 0 {
+			return step{}, false
+		}
+		g.feature("pod-deleted")
+		return step{kind: stepDeletePod, name: pods[g.rng.IntN(len(pods))].pod.Name}, true
+	case 4:
+		if len(pods) == 0 {
+			return step{}, false
+		}
+		g.feature("terminating")
+		return step{kind: stepGracefulPod, name: pods[g.rng.IntN(len(pods))].pod.Name}, true
+	case 5:
+		p := g.pod()
+		return step{kind: stepAddPod, name: p.pod.Name, pod: p}, true
+	case 6:
+		g.feature("selector-change")
+		return step{kind: stepSelector, name: services[g.rng.IntN(len(services))].Name, labels: cloneMap(appLabels[g.rng.IntN(len(appLabels))])}, true
+	case 7:
+		g.feature("port-change")
+		return step{kind: stepPorts, name: services[g.rng.IntN(len(services))].Name, ports: g.servicePorts(false)}, true
+	default:
+		g.feature("service-label-change")
+		return step{kind: stepServiceLabel, name: services[g.rng.IntN(len(services))].Name, labels: map[string]string{"scenario": "yes", "team": fmt.Sprint(g.rng.IntN(3))}}, true
+	}
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

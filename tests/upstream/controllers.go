@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/endpoint"
+	"k8s.io/kubernetes/pkg/controller/endpointslice"
+)
+
+// kube-controller-manager's defaults for the two controllers (its --concurrent-endpoint-syncs,
+// --concurrent-service-endpoint-syncs, --max-endpoints-per-slice, the batch periods) and for its
+// client (--kube-api-qps, --kube-api-burst, --kube-api-content-type).
+const (
+	kcmWorkers              = 5
+	kcmMaxEndpointsPerSlice = 100
+	kcmQPS                  = 20
+	kcmBurst                = 30
+	kcmContentType          = "application/vnd.kubernetes.protobuf"
+)
+
+// syncedLine starts the line the controllers mode prints once its informers are synced.
+const syncedLine = "kube-harness: upstream endpoints and EndpointSlice controllers synced"
+
+// runControllers runs upstream's endpoints controller (pkg/controller/endpoint) and EndpointSlice
+// controller (pkg/controller/endpointslice) in this process until SIGTERM or SIGINT.
+func runControllers(args []string) error {
+	flags := flag.NewFlagSet("controllers", flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the API server (required)")
+	namespace := flags.String("namespace", "", "namespace whose Services, Pods, Endpoints and EndpointSlices the controllers watch; empty for all")
+	qps := flags.Float64("qps", kcmQPS, "client queries per second, as kube-controller-manager's --kube-api-qps")
+	burst := flags.Int("burst", kcmBurst, "client burst, as kube-controller-manager's --kube-api-burst")
+	workers := flags.Int("workers", kcmWorkers, "workers of each controller, as --concurrent-endpoint-syncs and --concurrent-service-endpoint-syncs")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	flags.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if flags.NArg() != 0 {
+		return fmt.Errorf("unexpected arguments %q", flags.Args())
+	}
+	if *kubeconfig == "" {
+		return errors.New("--kubeconfig is required")
+	}
+	if *qps <= 0 || *burst <= 0 || *workers <= 0 {
+		return errors.New("--qps, --burst and --workers must be positive")
+	}
+
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", *kubeconfig, err)
+	}
+	config.QPS = float32(*qps)
+	config.Burst = *burst
+	config.ContentType = kcmContentType
+	config.UserAgent = "kube-harness/controllers"
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	ctx = klog.NewContext(ctx, klog.Background())
+
+	// Nodes are cluster-scoped, so the namespace option leaves their informer cluster-wide.
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*namespace))
+	core := factory.Core().V1()
+	endpoints := endpoint.NewEndpointController(ctx, core.Pods(), core.Services(), core.Endpoints(), client, 0)
+	slices := endpointslice.NewController(ctx, core.Pods(), core.Services(), core.Nodes(),
+		factory.Discovery().V1().EndpointSlices(), kcmMaxEndpointsPerSlice, client, 0)
+	factory.Start(ctx.Done())
+
+	var running sync.WaitGroup
+	running.Go(func() { endpoints.Run(ctx, *workers) })
+	running.Go(func() { slices.Run(ctx, *workers) })
+	// The controllers start their workers once these caches are synced; the line tells a driver
+	// (the conformance run) that changes from now on are seen.
+	for informer, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return fmt.Errorf("the %v cache did not sync", informer)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s (namespace %q)\n", syncedLine, *namespace)
+	<-ctx.Done()
+	running.Wait()
+	factory.Shutdown()
+	return nil
+}
