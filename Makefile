@@ -48,7 +48,7 @@ upstream:
 ## conformance: the real-server tier: weir and upstream's controllers against kube-apiserver
 # CGO_ENABLED=0 everywhere, as build.sh builds: another cgo setting would recompile every
 # dependency of kube-apiserver. The differential run prints `N passed, N failed` last.
-CONFORMANCE_SCENARIOS ?= 20
+CONFORMANCE_SCENARIOS ?= 30
 CONFORMANCE_SEED ?= 1
 conformance: upstream wasm-target
 	$(CARGO) build --workspace --bins

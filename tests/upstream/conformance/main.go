@@ -141,7 +141,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		return result{err: err}
 	}
 	defer func() { r.err = errors.Join(r.err, upstream.stop()) }()
-	weir, err := startWeir(o.weir, kubeconfig, weirNS, dir)
+	weir, err := startWeir(o.weir, kubeconfig, weirNS, dir, weirNS+".log")
 	if err != nil {
 		return result{err: err}
 	}
@@ -214,6 +214,27 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		if err := check(fmt.Sprintf("step %d (%s %s)", n+1, st.kind, st.name)); err != nil {
 			return result{err: err, classified: r.classified}
 		}
+	}
+
+	// Takeover: upstream's controllers stop, and weir starts on the namespace they wrote, as
+	// when it replaces kube-controller-manager's controllers; it must write nothing.
+	if err := upstream.stop(); err != nil {
+		return result{err: err, classified: r.classified}
+	}
+	if err := waitQuiet(audit, o.quiet); err != nil {
+		return result{err: err, classified: r.classified}
+	}
+	before := cloneCounts(audit.writes[upNS])
+	takeover, err := startWeir(o.weir, kubeconfig, upNS, dir, upNS+"-takeover.log")
+	if err != nil {
+		return result{err: err, classified: r.classified}
+	}
+	defer func() { r.err = errors.Join(r.err, takeover.stop()) }()
+	if err := waitQuiet(audit, o.quiet); err != nil {
+		return result{err: err, classified: r.classified}
+	}
+	if writes := subtract(cloneCounts(audit.writes[upNS]), before); len(writes) > 0 {
+		return result{err: fmt.Errorf("taking over from upstream's output, weir wrote %s", describeWrites(writes)), classified: r.classified}
 	}
 	return result{classified: r.classified}
 }

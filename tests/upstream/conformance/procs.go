@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,9 +25,11 @@ const startLimit = 2 * time.Minute
 
 // process is a controller process started by this run and stopped by its PID.
 type process struct {
-	name    string
-	command *exec.Cmd
-	exited  chan error
+	name     string
+	command  *exec.Cmd
+	exited   chan error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 func runCommand(name string, args ...string) (string, error) {
@@ -60,8 +63,14 @@ func start(name string, command *exec.Cmd) (*process, error) {
 	return p, nil
 }
 
-// stop sends SIGTERM to the process and waits for it, with SIGKILL after a grace period.
+// stop sends SIGTERM to the process and waits for it, with SIGKILL after a grace period. Later
+// calls return the first one's result.
 func (p *process) stop() error {
+	p.stopOnce.Do(func() { p.stopErr = p.terminate() })
+	return p.stopErr
+}
+
+func (p *process) terminate() error {
 	if err := syscall.Kill(p.command.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
@@ -119,14 +128,14 @@ func startControllers(harness, kubeconfig, ns, logPath string) (*process, error)
 }
 
 // startWeir starts `weir run` scoped to ns with the default guest and waits for /readyz.
-func startWeir(weir, kubeconfig, ns, dir string) (*process, error) {
+func startWeir(weir, kubeconfig, ns, dir, logName string) (*process, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	admin := listener.Addr().String()
 	listener.Close()
-	logPath := filepath.Join(dir, ns+".log")
+	logPath := filepath.Join(dir, logName)
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
