@@ -86,6 +86,13 @@ func generate(seed uint64) *scenario {
 	steps := g.rng.IntN(6)
 	for range steps {
 		if st, ok := g.step(); ok {
+			if st.kind == stepDeletePod {
+				// The API server turns a DELETE of a running pod into an update that marks it
+				// terminating, then the removal; a controller may or may not see the first
+				// on its own, so the writes of one step would depend on timing. As a kubelet
+				// would, the pod first terminates (compared on its own), then goes.
+				g.s.steps = append(g.s.steps, step{kind: stepGracefulPod, name: st.name})
+			}
 			g.s.steps = append(g.s.steps, st)
 		}
 	}
