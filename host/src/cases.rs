@@ -263,6 +263,19 @@ impl Case {
         Ok(case)
     }
 
+    /// A case given as a JSON document (as `weir diff` builds one from live objects),
+    /// checked as [`Case::load`] checks a file; `origin` names it in errors.
+    pub fn from_value(document: Value, origin: &Path) -> Result<Case, CaseError> {
+        let fail = |message: String| CaseError {
+            path: origin.to_path_buf(),
+            message,
+        };
+        let case: Case = serde_path_to_error::deserialize(document)
+            .map_err(|e| fail(field_error(e.path(), e.inner())))?;
+        case.check().map_err(fail)?;
+        Ok(case)
+    }
+
     fn check(&self) -> Result<(), String> {
         let (namespace, name) = self
             .split_key()

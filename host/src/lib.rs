@@ -13,6 +13,9 @@
 //! - [`metrics`] holds every Prometheus metric, registered once and passed down.
 //! - [`client`] builds the Kubernetes API client, rate-limited as `--kube-api-qps` says.
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
+//! - [`snapshot`] reads a cluster's live state once, read-only, as one case per Service;
+//!   [`diff`] says what a decision would change there, endpoint by endpoint; [`redact`]
+//!   replaces names and addresses in case files (`weir diff`, `weir snapshot`).
 //!
 //! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
 
@@ -20,11 +23,14 @@ pub mod admin;
 pub mod cases;
 pub mod client;
 pub mod controller;
+pub mod diff;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod queue;
 pub mod reconcile;
+pub mod redact;
 pub mod runtime;
 pub mod selector;
+pub mod snapshot;
 pub mod swap;

@@ -63,6 +63,12 @@ enum Command {
     Test(commands::test::Args),
     /// Export the embedded default guest, or describe a guest component.
     Guest(commands::guest::Args),
+    /// Show what a guest would write in a live cluster, Service by Service (read-only).
+    Diff(Box<commands::diff::Args>),
+    /// Write a live cluster's Services as golden cases, `expect` being what is stored.
+    Snapshot(Box<commands::snapshot::Args>),
+    /// Show which replica leads and the guest it runs (Lease and admin endpoint).
+    Status(commands::status::Args),
     // Documented on their Args, so `--help` shows the long description too.
     Bench(commands::bench::Args),
     NewPolicy(commands::new_policy::Args),
@@ -78,6 +84,9 @@ fn main() -> ExitCode {
         Command::Reconcile(args) => commands::reconcile::run(args),
         Command::Test(args) => commands::test::run(args),
         Command::Guest(args) => commands::guest::run(args),
+        Command::Diff(args) => commands::diff::run(*args),
+        Command::Snapshot(args) => commands::snapshot::run(*args),
+        Command::Status(args) => commands::status::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::NewPolicy(args) => commands::new_policy::run(args),
     }

@@ -3,10 +3,14 @@
 pub mod apiserver;
 pub mod bench;
 pub mod demo;
+pub mod diff;
 pub mod guest;
+pub mod live;
 pub mod new_policy;
 pub mod reconcile;
 pub mod run;
+pub mod snapshot;
+pub mod status;
 pub mod test;
 
 use std::path::PathBuf;

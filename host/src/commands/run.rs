@@ -366,7 +366,7 @@ fn parse_qps(text: &str) -> Result<f64, String> {
 }
 
 /// Reads a policy configuration file (JSON or YAML) into the JSON text guests receive.
-fn read_policy_config(path: &Path) -> anyhow::Result<String> {
+pub fn read_policy_config(path: &Path) -> anyhow::Result<String> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     weir::cases::normalize_config(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))

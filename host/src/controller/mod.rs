@@ -36,7 +36,7 @@ use crate::selector::LabelSelector;
 use cache::{Cache, CachedPod, key};
 use informer::{ApiHealth, Watch, informer};
 pub use informer::{DEFAULT_PAGE_SIZE, InitialList};
-use sync::{Outcome, StaleTracker, SyncError, Syncer};
+use sync::{StaleTracker, SyncError, Syncer};
 use writer::{EventRecorder, Writer};
 
 /// How the controller runs.
@@ -397,11 +397,7 @@ impl Controller {
 
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..self.config.workers.max(1) {
-            workers.spawn(worker(
-                self.syncer.clone(),
-                handle.clone(),
-                self.config.dry_run,
-            ));
+            workers.spawn(worker(self.syncer.clone(), handle.clone()));
         }
         informers.spawn(resync(handle.clone(), self.config.resync_period));
         shutdown.cancelled().await;
@@ -450,7 +446,7 @@ async fn resync(handle: Handle, period: Duration) {
     }
 }
 
-async fn worker(syncer: Arc<Syncer>, handle: Handle, dry_run: bool) {
+async fn worker(syncer: Arc<Syncer>, handle: Handle) {
     let metrics = &handle.metrics;
     while let Some(k) = handle.queue.get().await {
         let started = std::time::Instant::now();
@@ -475,13 +471,8 @@ async fn worker(syncer: Arc<Syncer>, handle: Handle, dry_run: bool) {
             })
             .inc();
         match result {
-            Ok(outcome) => {
-                handle.queue.forget(&k);
-                if let Outcome::Written(action) = outcome {
-                    write(action, if dry_run { "dry_run" } else { "success" });
-                    tracing::info!(key = %k, action, "endpoints written");
-                }
-            }
+            // Its Endpoints write, if any, was logged and counted by the sync.
+            Ok(_) => handle.queue.forget(&k),
             Err(e) => {
                 if let SyncError::Write { action, .. } = &e {
                     write(action, "error");

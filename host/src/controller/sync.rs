@@ -434,6 +434,8 @@ impl Syncer {
         let outcome = self
             .execute(key, namespace, name, &service_uid, action)
             .await?;
+        // Reported before the slices are written: their writes may fail, and this one stands.
+        self.report_endpoints_write(key, outcome);
         let slice_writes = self
             .write_slices(key, namespace, name, &service_uid, plan, deleting)
             .await?;
@@ -545,6 +547,21 @@ impl Syncer {
                     );
                 }
             }
+        }
+    }
+
+    /// Logs and counts an Endpoints write (`weir_endpoints_writes`), as soon as it is made.
+    fn report_endpoints_write(&self, key: &str, outcome: Outcome) {
+        if let Outcome::Written(action) = outcome {
+            let result = match self.writer {
+                Writer::DryRun => "dry_run",
+                Writer::Api(..) => "success",
+            };
+            self.metrics
+                .writes
+                .get_or_create(&crate::metrics::WriteLabels { action, result })
+                .inc();
+            tracing::info!(%key, action, "endpoints written");
         }
     }
 

@@ -3,6 +3,7 @@
 
 mod cluster;
 mod ha;
+mod operator;
 mod orphans;
 mod process;
 mod slices;
