@@ -35,14 +35,18 @@ async fn exported() -> BTreeSet<String> {
     // A family is exposed once it has a series: give each one, as a running weir does.
     let m = weir::metrics::Metrics::new();
     let _queue = m.queue("endpoint");
-    m.syncs.get_or_create(&ResultLabel { result: "success" }).inc();
+    m.syncs
+        .get_or_create(&ResultLabel { result: "success" })
+        .inc();
     m.writes
         .get_or_create(&WriteLabels {
             action: "create",
             result: "success",
         })
         .inc();
-    m.guest_calls.get_or_create(&ResultLabel { result: "ok" }).inc();
+    m.guest_calls
+        .get_or_create(&ResultLabel { result: "ok" })
+        .inc();
     m.set_leader("weir", true);
     m.slice_change("create");
     m.slice_refusal("endpoint-count");
