@@ -61,6 +61,8 @@ fn kind(path: &[&str]) -> Kind {
     match (parent, last) {
         ("metadata" | "targetRef", "name" | "namespace" | "uid") => Kind::Name,
         ("ownerReferences", "name" | "uid") => Kind::Name,
+        // A slice named in a case's `expect`.
+        ("slices", "name") => Kind::Name,
         (_, "generateName") => Kind::GenerateName,
         (_, field) if NAME_FIELDS.contains(&field) => Kind::Name,
         ("labels" | "annotations" | "selector", key) => {
@@ -265,6 +267,7 @@ mod tests {
                 "addressType": "IPv4",
                 "endpoints": [{"addresses": [pod_ip], "nodeName": "node-a", "zone": "zone-a",
                     "targetRef": {"kind": "Pod", "name": "web-0", "namespace": ns, "uid": uid}}]}],
+            "expect": {"endpointSlices": {"slices": [{"name": "web-x", "addressType": "IPv4"}]}},
         })
     }
 
@@ -307,6 +310,11 @@ mod tests {
         assert_eq!(
             a["endpointSlices"][0]["metadata"]["generateName"],
             format!("{}-", service.as_str().unwrap())
+        );
+        assert_eq!(
+            a["expect"]["endpointSlices"]["slices"][0]["name"],
+            a["endpointSlices"][0]["metadata"]["name"],
+            "the expected slice keeps naming the stored one"
         );
         let endpoint = &a["endpointSlices"][0]["endpoints"][0];
         assert_eq!(endpoint["addresses"][0], a["pods"][0]["status"]["podIP"]);
