@@ -44,6 +44,16 @@ pub struct ApiServerArgs {
     #[arg(long, env = "WEIR_APISERVER_MAX_POD_GRACE_PERIOD_MS")]
     pub max_pod_grace_period_ms: Option<u64>,
 
+    /// The resourceVersion to start at (the first write gets the next one). Starting a server
+    /// ahead of or behind another's last resourceVersion replays an API server restored from
+    /// another etcd; clients that resume from before the start get 410 Gone.
+    #[arg(
+        long,
+        env = "WEIR_APISERVER_INITIAL_RESOURCE_VERSION",
+        default_value_t = 0
+    )]
+    pub initial_resource_version: u64,
+
     /// Fault injection: latency added to every API request, in milliseconds.
     #[arg(long, env = "WEIR_APISERVER_FAULT_LATENCY_MS", default_value_t = 0)]
     pub fault_latency_ms: u64,
@@ -96,6 +106,7 @@ impl ApiServerArgs {
             },
             seed: Vec::new(),
             max_pod_grace_period: self.max_pod_grace_period_ms.map(Duration::from_millis),
+            initial_resource_version: self.initial_resource_version,
             ..Config::default()
         }
     }

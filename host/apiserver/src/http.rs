@@ -20,6 +20,7 @@ use crate::resources::{self, RESOURCES};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{DeleteOpts, EvType, Event, Key, Obj, WriteOpts};
 use crate::util::ApiError;
+use crate::versions;
 
 type Query = BTreeMap<String, String>;
 
@@ -484,6 +485,10 @@ async fn handle_resource(
             if watch {
                 return watch_response(sh, t.r, t.ns.clone(), ls, fs, q, table);
             }
+            check_list_versions(q)?;
+            if let Some(rv) = versions::requested(q) {
+                versions::wait_until_fresh(sh, rv).await?;
+            }
             list_response(sh, t.r, t.ns.as_deref(), &ls, &fs, q, table)
         }
         (Method::POST, None) => {
@@ -762,7 +767,6 @@ fn list_response(
     table: bool,
 ) -> Result<Response, ApiError> {
     let def = &RESOURCES[r];
-    check_list_versions(q)?;
     let limit: usize = match q.get("limit") {
         Some(l) => l
             .parse()
@@ -777,6 +781,13 @@ fn list_response(
     };
     let (objs, more, rv) = {
         let s = sh.lock();
+        if let Some((snapshot, _)) = &cont {
+            versions::check_continue(&s, r, *snapshot)?;
+        } else if q.get("resourceVersionMatch").map(String::as_str) == Some("Exact")
+            && let Some(requested) = versions::requested(q)
+        {
+            versions::check_exact(&s, r, requested)?;
+        }
         let (objs, more) = s.list(r, ns, ls, fs, cont.as_ref().map(|c| &c.1), limit);
         (objs, more, cont.as_ref().map(|c| c.0).unwrap_or(s.rv))
     };
@@ -1052,6 +1063,14 @@ fn watch_response(
     let kind = def.kind;
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + timeout;
+        // A watch-list must start from a state at least as new as asked for.
+        if send_initial == Some(true)
+            && let Some(rv) = start_rv
+            && let Err(e) = versions::wait_until_fresh(&sh, rv).await
+        {
+            let _ = tx.send(Ok(watch_error_line(&e))).await;
+            return;
+        }
         rv_rx.borrow_and_update();
         // Starting point and synthetic initial events.
         let start = {

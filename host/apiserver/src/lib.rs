@@ -38,6 +38,8 @@ mod resources;
 mod selector;
 mod store;
 mod util;
+mod validation;
+mod versions;
 pub mod yaml_limits;
 
 use store::{Store, WriteOpts};
@@ -133,6 +135,11 @@ pub struct Config {
     /// (kube-apiserver's `--request-timeout` default is 60 s), so a client that stalls
     /// mid-body does not hold a connection and its buffer forever.
     pub request_body_timeout: Duration,
+    /// The resourceVersion the server starts at: its first write gets the next one. A server
+    /// started ahead of (or behind) another one's last resourceVersion stands in for an API
+    /// server restored from another etcd. Watches and `Exact` lists from before the start get
+    /// 410 Gone: the history begins after the seed.
+    pub initial_resource_version: u64,
     /// Whether watches accept `sendInitialEvents` (watch-list). `false` answers it with 422,
     /// as a kube-apiserver whose `WatchList` feature gate is off, to test clients' fallback.
     pub watch_list: bool,
@@ -149,6 +156,7 @@ impl Default for Config {
             namespace_deletion_delay: Duration::from_millis(500),
             max_pod_grace_period: None,
             request_body_timeout: Duration::from_secs(60),
+            initial_resource_version: 0,
             watch_list: true,
         }
     }
@@ -434,11 +442,13 @@ pub struct ApiServer;
 impl ApiServer {
     /// Binds `config.addr`, loads the seed and serves in a background task.
     pub async fn start(config: Config) -> Result<RunningApiServer, Error> {
-        let mut store = Store::new(config.history, 0x5eed);
+        let mut store = Store::starting_at(config.history, 0x5eed, config.initial_resource_version);
         store.kubelet.max_grace = config.max_pod_grace_period;
         for v in &config.seed {
             load_seed_object(&mut store, v.clone())?;
         }
+        // As kube-apiserver's watch cache, which starts from a list: no history before it.
+        store.forget_history();
         let listener = tokio::net::TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {

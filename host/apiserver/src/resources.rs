@@ -451,8 +451,10 @@ pub(crate) fn validate(r: usize, v: &Value) -> Vec<(String, String)> {
             ),
         ));
     }
+    crate::validation::label_causes(v, &mut causes);
     match r {
         PODS => {
+            crate::validation::pod_ip_causes(v, &mut causes);
             let cs = v["spec"]["containers"].as_array();
             if cs.is_none_or(Vec::is_empty) {
                 causes.push(("spec.containers".into(), "Required value".into()));
@@ -514,6 +516,7 @@ pub(crate) fn validate(r: usize, v: &Value) -> Vec<(String, String)> {
             }
         }
         ENDPOINTSLICES => {
+            crate::validation::slice_size_causes(v, &mut causes);
             let family = match v["addressType"].as_str() {
                 Some("IPv4") => Some(false),
                 Some("IPv6") => Some(true),

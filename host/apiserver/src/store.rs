@@ -198,7 +198,8 @@ fn strip_meta_status(v: &Value) -> Value {
 }
 
 impl Store {
-    pub(crate) fn new(history_len: usize, seed: u64) -> Self {
+    /// An empty store whose resourceVersions continue after `rv`.
+    pub(crate) fn starting_at(history_len: usize, seed: u64, rv: u64) -> Self {
         let res = RESOURCES
             .iter()
             .map(|_| ResStore {
@@ -209,7 +210,7 @@ impl Store {
             })
             .collect();
         let mut s = Store {
-            rv: 0,
+            rv,
             res,
             history_len: history_len.max(1),
             rng: Rng::new(seed),
@@ -992,6 +993,15 @@ impl Store {
         Ok(rs.history.range(start..).cloned().collect())
     }
 
+    /// Drops every resource's history: watches may start from now on only.
+    pub(crate) fn forget_history(&mut self) {
+        let rv = self.rv;
+        for rs in &mut self.res {
+            rs.history.clear();
+            rs.compacted = rv;
+        }
+    }
+
     /// Oldest resourceVersion a watch on `r` may start from.
     pub(crate) fn compacted(&self, r: usize) -> u64 {
         self.res[r].compacted
@@ -1009,7 +1019,7 @@ mod tests {
 
     #[test]
     fn create_update_delete() {
-        let mut s = Store::new(100, 1);
+        let mut s = Store::starting_at(100, 1, 0);
         let o = s
             .create(PODS, Some("default"), pod("p"), WriteOpts::default())
             .unwrap();
@@ -1048,7 +1058,7 @@ mod tests {
 
     #[test]
     fn service_defaults() {
-        let mut s = Store::new(100, 1);
+        let mut s = Store::starting_at(100, 1, 0);
         let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
             "spec": {"selector": {"app": "a"}, "ports": [{"port": 80}]}});
         let v = s
@@ -1070,7 +1080,7 @@ mod tests {
 
     #[test]
     fn finalizers_and_namespace_termination() {
-        let mut s = Store::new(100, 1);
+        let mut s = Store::starting_at(100, 1, 0);
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}});
         s.create(NAMESPACES, None, ns, WriteOpts::default())
             .unwrap();

@@ -105,7 +105,7 @@ pub fn is_dns_subdomain(s: &str) -> bool {
 
 /// A label value, or a key's name part: at most 63 characters, ASCII alphanumerics with `-`,
 /// `_`, `.` inside, starting and ending with an alphanumeric.
-fn is_label_name(s: &str) -> bool {
+pub fn is_label_name(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -115,13 +115,19 @@ fn is_label_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
-/// A label key is a qualified name: `[prefix/]name`, the prefix a DNS subdomain.
-fn check_key(key: &str) -> Result<(), SelectorError> {
+/// Is `key` a qualified name (what a label key must be): `[prefix/]name`, the prefix a DNS
+/// subdomain and the name a [label name](is_label_name)?
+pub fn is_qualified_name(key: &str) -> bool {
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
-    if is_label_name(name) && prefix.is_none_or(is_dns_subdomain) {
+    is_label_name(name) && prefix.is_none_or(is_dns_subdomain)
+}
+
+/// A label key is a qualified name: `[prefix/]name`, the prefix a DNS subdomain.
+fn check_key(key: &str) -> Result<(), SelectorError> {
+    if is_qualified_name(key) {
         return Ok(());
     }
     Err(SelectorError(format!(
