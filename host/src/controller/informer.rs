@@ -11,6 +11,9 @@
 //! resources in different etcd clusters (`--etcd-servers-overrides`), each with its own
 //! numbers. resourceVersions are opaque by API convention, but etcd's are integers that only
 //! grow; a value that does not parse as one is never compared.
+//!
+//! Whatever the sign, a reset makes every informer list afresh and stops writes until all of
+//! them have (see [`super::consistency`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +26,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 
 use super::Change;
+use super::consistency::{ResetCause, ResetGate, Seen};
 
 /// What weir knows about its connection to the API server.
 #[derive(Debug)]
@@ -30,10 +34,6 @@ pub struct ApiHealth {
     start: Instant,
     /// Milliseconds after `start` of the last successful list or watch.
     last_contact: AtomicU64,
-    /// Relists forced because the server forgot or reset its resourceVersions.
-    pub relists: AtomicU64,
-    /// Bumped to make every informer list afresh: a reset server lost every resource.
-    relist: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for ApiHealth {
@@ -41,8 +41,6 @@ impl Default for ApiHealth {
         ApiHealth {
             start: Instant::now(),
             last_contact: AtomicU64::new(0),
-            relists: AtomicU64::new(0),
-            relist: tokio::sync::watch::channel(0).0,
         }
     }
 }
@@ -52,12 +50,6 @@ impl ApiHealth {
     pub fn contact(&self) {
         let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_contact.fetch_max(ms, Ordering::Relaxed);
-    }
-
-    /// Makes every informer list afresh.
-    fn relist_all(&self) {
-        self.relists.fetch_add(1, Ordering::Relaxed);
-        self.relist.send_modify(|g| *g += 1);
     }
 
     /// How long since a list or watch request last succeeded (or since start).
@@ -110,8 +102,10 @@ fn watch_list_refused(error: &watcher::Error) -> bool {
 /// resourceVersion, and what to do when the server turns out to have lost its state.
 #[derive(Clone)]
 pub struct Watch {
-    /// Contact and relist counters.
+    /// Contact with the API server.
     pub health: Arc<ApiHealth>,
+    /// The consistency epoch: every informer lists afresh when it moves.
+    pub gate: Arc<ResetGate>,
     /// How often each informer checks the server's current resourceVersion.
     pub check_every: Duration,
     /// Called when a server reset is detected (resourceVersions remembered elsewhere are void).
@@ -145,11 +139,22 @@ pub fn needs_relist(error: &watcher::Error) -> bool {
     status.code == 410 || too_large
 }
 
+fn object_key<K: Resource>(o: &K) -> String {
+    let meta = o.meta();
+    format!(
+        "{}/{}",
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default()
+    )
+}
+
 /// Runs a watcher and feeds its changes to `handle`; reports `kind` on `synced` after the first
-/// complete list. Lists afresh when [`needs_relist`] says so, when a watch event's
-/// resourceVersion goes backwards, and when the server's current resourceVersion (asked every
-/// `watch.check_every`) is lower than one already seen; the last two mean the server lost its
-/// state, so every informer lists afresh. Successes count as contact.
+/// complete list. A server reset (see [`ResetCause`]) starts a new consistency epoch: every
+/// informer lists afresh, and this one tells the gate when its list of the new epoch is
+/// complete. Signs of a reset: [`needs_relist`] errors, a watch event whose resourceVersion
+/// goes backwards, the server's current resourceVersion (asked every `watch.check_every`)
+/// below one already seen, and a relist that contradicts what this informer followed.
+/// Successes count as contact.
 pub(super) async fn informer<K, F>(
     api: Api<K>,
     mut handle: F,
@@ -167,41 +172,53 @@ pub(super) async fn informer<K, F>(
             .boxed()
     };
     let health = watch.health.clone();
-    let mut relist = health.relist.subscribe();
+    let gate = watch.gate.clone();
+    gate.register(kind);
+    let reset = |cause: ResetCause| {
+        (watch.on_reset)();
+        gate.reset(kind, cause);
+    };
+    let mut epochs = gate.subscribe_epochs();
     let mut stream = start(initial_list);
     let mut check = tokio::time::interval(watch.check_every);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reported = false;
     // Highest resourceVersion of this list and watch; watch events must only go up.
     let mut last = 0u64;
+    // What this informer followed, to judge its relists.
+    let mut seen = Seen::default();
+    // The epoch the current list began in.
+    let mut list_epoch = gate.epoch();
     // Forced relists since the last complete list, for their backoff.
     let mut forced = 0u32;
     loop {
         let next = tokio::select! {
-            _ = check.tick() => {
-                // Read before asking: all seen so far is at or below the server's version now.
-                let seen = last;
-                if let Some(now) = current_resource_version(&api, &health).await
-                    && now < seen
-                {
-                    tracing::warn!(
-                        kind,
-                        seen,
-                        now,
-                        "the API server's resourceVersion went backwards: its state was reset; listing afresh"
-                    );
-                    (watch.on_reset)();
-                    health.relist_all();
-                    last = 0;
-                }
-                continue;
-            }
-            changed = relist.changed() => {
+            // A new epoch first: nothing more of a stream that predates it is handled.
+            biased;
+            changed = epochs.changed() => {
                 if changed.is_err() {
                     return;
                 }
+                // The new server's resourceVersions mean nothing against the old ones.
+                seen.forget();
                 stream = start(initial_list);
                 last = 0;
+                continue;
+            }
+            _ = check.tick() => {
+                // Read before asking: all seen so far is at or below the server's version now.
+                let seen_rv = last;
+                if let Some(now) = current_resource_version(&api, &health).await
+                    && now < seen_rv
+                {
+                    tracing::warn!(
+                        kind,
+                        seen = seen_rv,
+                        now,
+                        "the API server's resourceVersion went backwards: its state was reset; listing afresh"
+                    );
+                    reset(ResetCause::ServerWentBack);
+                }
                 continue;
             }
             next = stream.try_next() => next,
@@ -221,11 +238,11 @@ pub(super) async fn informer<K, F>(
             }
             Err(e) if needs_relist(&e) => {
                 tracing::warn!(kind, error = %e, "the API server does not know our resourceVersion; listing afresh");
+                // Writes stop at once; the lists follow after the backoff.
+                reset(ResetCause::Gone);
                 // A server that keeps refusing must not make weir list in a tight loop.
                 tokio::time::sleep(Duration::from_millis(100 << forced.min(8))).await;
                 forced += 1;
-                stream = start(initial_list);
-                last = 0;
                 continue;
             }
             // The backoff wrapper retries; this only reports.
@@ -245,21 +262,32 @@ pub(super) async fn informer<K, F>(
                     to = ?o.meta().resource_version,
                     "resourceVersion went backwards: the API server's state was reset; listing afresh"
                 );
-                (watch.on_reset)();
-                health.relist_all();
-                last = 0;
+                reset(ResetCause::WatchWentBack);
             }
             Event::Apply(o) => {
                 note(&mut last, &o);
+                seen.applied(&object_key(&o), resource_version(&o));
                 handle(Change::Apply(o));
             }
             Event::Delete(o) => {
                 note(&mut last, &o);
+                seen.deleted(&object_key(&o), resource_version(&o));
                 handle(Change::Delete(o));
             }
             Event::Init => {
                 last = 0;
+                list_epoch = gate.epoch();
+                seen.relist_started();
                 handle(Change::RelistStart);
+            }
+            Event::InitApply(o) if seen.relisted(&object_key(&o), resource_version(&o)) => {
+                tracing::warn!(
+                    kind,
+                    object = %object_key(&o),
+                    resource_version = ?o.meta().resource_version,
+                    "a relist holds a version this informer passed without seeing it: the API server's history was replaced; listing afresh"
+                );
+                reset(ResetCause::RelistContradicts);
             }
             Event::InitApply(o) => {
                 note(&mut last, &o);
@@ -267,7 +295,9 @@ pub(super) async fn informer<K, F>(
             }
             Event::InitDone => {
                 forced = 0;
+                seen.relist_done();
                 handle(Change::RelistDone);
+                gate.listed(kind, list_epoch);
                 if !reported {
                     reported = true;
                     let _ = synced.send(kind).await;

@@ -7,6 +7,7 @@
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 pub mod cache;
+pub mod consistency;
 pub mod events;
 pub mod informer;
 pub mod packed;
@@ -34,6 +35,7 @@ use crate::runtime::ActiveGuest;
 use crate::runtime::health::CallHealth;
 use crate::selector::LabelSelector;
 use cache::{Cache, CachedPod, key};
+use consistency::ResetGate;
 use informer::{ApiHealth, Watch, informer};
 pub use informer::{DEFAULT_PAGE_SIZE, InitialList};
 use sync::{StaleTracker, SyncError, Syncer};
@@ -143,6 +145,8 @@ pub struct Handle {
     pub api: Arc<ApiHealth>,
     /// The leader-election gate all writes pass.
     pub gate: WriteGate,
+    /// The consistency epoch: closed while the caches may mix two API servers' state.
+    pub consistency: Arc<ResetGate>,
     synced: Arc<AtomicBool>,
     readyz_api_timeout: Duration,
 }
@@ -153,11 +157,18 @@ impl Handle {
         self.synced.load(Ordering::Acquire)
     }
 
-    /// Why `/readyz` should fail, if it should: caches not synced yet, or no successful list
-    /// or watch for longer than `readyz_api_timeout`.
+    /// Why `/readyz` should fail, if it should: caches not synced yet, waiting for every
+    /// informer to list afresh after an API server reset, or no successful list or watch for
+    /// longer than `readyz_api_timeout`.
     pub fn readiness(&self) -> Result<(), String> {
         if !self.is_synced() {
             return Err("caches not synced".into());
+        }
+        if !self.consistency.is_open() {
+            return Err(format!(
+                "waiting for a consistent view of the API server after a reset (still listing: {})",
+                self.consistency.waiting_for().join(", ")
+            ));
         }
         let silent = self.api.since_contact();
         if silent > self.readyz_api_timeout {
@@ -231,7 +242,9 @@ impl Controller {
             Writer::Api(client.clone(), config.gate.clone())
         };
         let health = Arc::new(CallHealth::default());
+        let consistency = Arc::new(ResetGate::default());
         let syncer = Arc::new(Syncer {
+            consistency: consistency.clone(),
             cache: cache.clone(),
             guest: guest.clone(),
             writer: writer.clone(),
@@ -256,6 +269,7 @@ impl Controller {
             syncer: syncer.clone(),
             api: Arc::new(ApiHealth::default()),
             gate: config.gate.clone(),
+            consistency,
             synced: Arc::new(AtomicBool::new(false)),
             readyz_api_timeout: config.readyz_api_timeout,
         };
@@ -297,10 +311,15 @@ impl Controller {
         let syncer = self.syncer.clone();
         let watch = Watch {
             health: handle.api.clone(),
+            gate: handle.consistency.clone(),
             check_every: (self.config.readyz_api_timeout / 4)
                 .clamp(Duration::from_millis(100), Duration::from_secs(10)),
-            // The new server's resourceVersions mean nothing against the old ones.
-            on_reset: Arc::new(move || syncer.stale.clear()),
+            // The new server's resourceVersions mean nothing against the old ones, and what
+            // weir wrote to the old server will not come back from the new one.
+            on_reset: Arc::new(move || {
+                syncer.stale.clear();
+                syncer.slice_tracker.clear();
+            }),
             initial_list: self.config.initial_list,
         };
         informers.spawn(informer(
@@ -397,9 +416,14 @@ impl Controller {
 
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..self.config.workers.max(1) {
-            workers.spawn(worker(self.syncer.clone(), handle.clone()));
+            workers.spawn(worker(
+                self.syncer.clone(),
+                handle.clone(),
+                shutdown.clone(),
+            ));
         }
         informers.spawn(resync(handle.clone(), self.config.resync_period));
+        informers.spawn(recheck_after_resets(handle.clone()));
         shutdown.cancelled().await;
         tracing::info!("shutting down: finishing in-flight syncs");
         handle.queue.shut_down();
@@ -446,11 +470,45 @@ async fn resync(handle: Handle, period: Duration) {
     }
 }
 
-async fn worker(syncer: Arc<Syncer>, handle: Handle) {
+/// Once the caches are consistent again after a reset, checks every Service, as at start:
+/// the relists queued what changed, but a key whose sync was refused meanwhile is owed one.
+async fn recheck_after_resets(handle: Handle) {
+    // Epochs, not the gate's state: a reset that closed and reopened the gate between two
+    // looks is still seen.
+    let mut epochs = handle.consistency.subscribe_epochs();
+    while epochs.changed().await.is_ok() {
+        handle.consistency.opened().await;
+        let n = handle.enqueue_all();
+        tracing::info!(
+            keys = n,
+            "consistent view of the API server again; checking every Service"
+        );
+    }
+}
+
+async fn worker(syncer: Arc<Syncer>, handle: Handle, shutdown: CancellationToken) {
     let metrics = &handle.metrics;
     while let Some(k) = handle.queue.get().await {
+        // No sync starts from caches that may mix two API servers (see `consistency`).
+        if !handle.consistency.is_open() {
+            tokio::select! {
+                _ = handle.consistency.opened() => {}
+                _ = shutdown.cancelled() => {
+                    handle.queue.done(&k);
+                    return;
+                }
+            }
+        }
         let started = std::time::Instant::now();
         let result = syncer.sync(&k).await;
+        if matches!(result, Err(SyncError::Inconsistent(_))) {
+            // A reset came during the sync: it waits for the gate again, without a retry
+            // counted against it.
+            tracing::debug!(key = %k, "sync abandoned: the API server was reset during it");
+            handle.queue.add(k.clone());
+            handle.queue.done(&k);
+            continue;
+        }
         metrics
             .sync_duration
             .observe(started.elapsed().as_secs_f64());

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+use super::consistency::Epoch;
 use super::slice_tracker::{is_managed, service_key};
 use super::sync::{SyncError, Syncer};
 use super::writer::{SliceWrite, is_namespace_terminating};
@@ -129,20 +130,29 @@ impl Syncer {
 
     /// Writes a validated plan: creates (none for a Service being deleted), then updates, then
     /// deletes, stopping at the first failure. Returns how many writes were made.
+    /// Every write first checks that the caches the plan came from are still the current
+    /// epoch's.
     pub async fn write_slices(
         &self,
         key: &str,
-        namespace: &str,
-        name: &str,
-        uid: &str,
+        (namespace, name, uid): (&str, &str, &str),
         plan: SlicePlan,
         service_deleting: bool,
+        epoch: Epoch,
     ) -> Result<usize, SyncError> {
         let mut written = 0;
         let result = self
-            .write_slices_in_order(key, namespace, plan, service_deleting, &mut written)
+            .write_slices_in_order(
+                key,
+                namespace,
+                plan,
+                (service_deleting, epoch),
+                &mut written,
+            )
             .await;
-        if let Err(e) = &result {
+        if let Err(e) = &result
+            && !matches!(e, SyncError::Inconsistent(_))
+        {
             let message = format!("Error updating Endpoint Slices for Service {key}: {e}");
             self.events
                 .warn(namespace, name, uid, FAILED_TO_UPDATE, &message)
@@ -156,7 +166,7 @@ impl Syncer {
         key: &str,
         namespace: &str,
         plan: SlicePlan,
-        service_deleting: bool,
+        (service_deleting, epoch): (bool, Epoch),
         written: &mut usize,
     ) -> Result<(), SyncError> {
         let error = |action: &'static str, source| SyncError::SliceWrite {
@@ -171,6 +181,7 @@ impl Syncer {
             plan.create
         };
         for slice in creates {
+            self.consistency.check(epoch)?;
             match self
                 .writer
                 .store_slice(key, SliceWrite::Create, &slice)
@@ -191,6 +202,7 @@ impl Syncer {
             }
         }
         for slice in plan.update {
+            self.consistency.check(epoch)?;
             let stored = self
                 .writer
                 .store_slice(key, SliceWrite::Update, &slice)
@@ -203,6 +215,7 @@ impl Syncer {
             *written += 1;
         }
         for delete in plan.delete {
+            self.consistency.check(epoch)?;
             let deleted = self
                 .writer
                 .delete_slice(key, namespace, &delete.name, &delete.uid)

@@ -150,6 +150,13 @@ impl SliceTracker {
         self.waiting().remove(service);
     }
 
+    /// Forgets every Service: the API server's state was reset, so the slices weir wrote to
+    /// it before will never be listed again.
+    pub fn clear(&self) {
+        self.lock().clear();
+        self.waiting().clear();
+    }
+
     fn waiting(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }

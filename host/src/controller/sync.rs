@@ -13,6 +13,7 @@ use crate::controller::writer::{
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+use crate::controller::consistency::Epoch;
 use crate::metrics::{Metrics, ResultLabel};
 use crate::reconcile::trigger_time::TriggerTimeTracker;
 use crate::reconcile::validate::{Action, Violation, validate};
@@ -46,6 +47,10 @@ pub enum SyncError {
     /// The cached EndpointSlices are older than weir's own last writes (upstream R6.4).
     #[error("endpointslice informer cache is out of date for {0}")]
     StaleSlices(String),
+    /// The caches may mix two API servers' state, or a reset came since they were read: the
+    /// sync writes nothing and waits for a consistent view.
+    #[error(transparent)]
+    Inconsistent(#[from] super::consistency::Inconsistent),
     /// The guest's slice changes broke the contract.
     #[error(transparent)]
     InvalidSlices(#[from] crate::reconcile::validate_slices::SliceViolation),
@@ -181,6 +186,8 @@ fn gets_endpoints(service: &wit::Service) -> bool {
 
 /// Everything a sync needs; shared by all workers.
 pub struct Syncer {
+    /// The consistency epoch every write checks.
+    pub consistency: Arc<super::consistency::ResetGate>,
     /// The caches.
     pub cache: Arc<Cache>,
     /// The guest to call.
@@ -312,6 +319,8 @@ impl Syncer {
     /// Syncs one key: one guest call decides both outputs; Endpoints are written first, then
     /// the EndpointSlices. A decision refused in either part writes nothing.
     pub async fn sync(&self, key: &str) -> Result<Outcome, SyncError> {
+        // Noted before the caches are read: a reset after this voids the decision.
+        let epoch = self.consistency.begin()?;
         let (request, stored) = match self.prepare(key)? {
             Prepared::Done(outcome) => return Ok(outcome),
             Prepared::Call { request, stored } => (*request, stored),
@@ -432,12 +441,12 @@ impl Syncer {
             );
         }
         let outcome = self
-            .execute(key, namespace, name, &service_uid, action)
+            .execute(key, (namespace, name, &service_uid), action, epoch)
             .await?;
         // Reported before the slices are written: their writes may fail, and this one stands.
         self.report_endpoints_write(key, outcome);
         let slice_writes = self
-            .write_slices(key, namespace, name, &service_uid, plan, deleting)
+            .write_slices(key, (namespace, name, &service_uid), plan, deleting, epoch)
             .await?;
         if slice_writes > 0 {
             tracing::info!(%key, writes = slice_writes, "endpoint slices written");
@@ -565,14 +574,17 @@ impl Syncer {
         }
     }
 
+    /// Writes the Endpoints decision, if the caches it came from are still the current epoch's.
     async fn execute(
         &self,
         key: &str,
-        namespace: &str,
-        name: &str,
-        uid: &str,
+        (namespace, name, uid): (&str, &str, &str),
         action: Action,
+        epoch: Epoch,
     ) -> Result<Outcome, SyncError> {
+        if !matches!(action, Action::None) {
+            self.consistency.check(epoch)?;
+        }
         let write_error = |action: &'static str, source| SyncError::Write {
             action,
             key: key.to_string(),
@@ -664,6 +676,7 @@ mod tests {
 
     fn syncer() -> Syncer {
         Syncer {
+            consistency: Arc::default(),
             cache: Arc::new(Cache::default()),
             guest: ActiveGuest::new(default_guest()),
             writer: Writer::DryRun,
@@ -974,6 +987,33 @@ mod tests {
         assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Unchanged);
         // The start-up sweep's permission works the same way.
         s.cache.mark_deletable("ns/s");
+        assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Written("delete"));
+    }
+
+    #[tokio::test]
+    async fn no_write_from_caches_that_may_mix_two_api_servers() {
+        use crate::controller::consistency::{Inconsistent, ResetCause};
+        let s = syncer();
+        s.cache.apply_service(&service(selecting()));
+        s.cache.delete_service("ns", "s");
+        // An informer still owes its list of the current epoch: nothing is written.
+        s.consistency.register("pods");
+        assert!(matches!(
+            s.sync("ns/s").await,
+            Err(SyncError::Inconsistent(Inconsistent))
+        ));
+        assert!(s.cache.is_deletable("ns/s"), "the delete is still owed");
+        s.consistency.listed("pods", s.consistency.epoch());
+        // A decision made before a reset is not written after it.
+        let before = s.consistency.begin().unwrap();
+        s.consistency.reset("pods", ResetCause::Gone);
+        s.consistency.listed("pods", s.consistency.epoch());
+        let owed = s
+            .execute("ns/s", ("ns", "s", "u1"), Action::Delete, before)
+            .await;
+        assert!(matches!(owed, Err(SyncError::Inconsistent(_))), "{owed:?}");
+        assert!(s.cache.is_deletable("ns/s"));
+        // From a view of the current epoch the write goes ahead.
         assert_eq!(s.sync("ns/s").await.unwrap(), Outcome::Written("delete"));
     }
 

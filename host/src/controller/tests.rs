@@ -332,3 +332,33 @@ async fn a_stale_slice_sync_is_queued_again_as_soon_as_the_cache_catches_up() {
     );
     server.shutdown().await;
 }
+
+/// While an informer still owes its list after an API server reset, /readyz says why and no
+/// sync writes; once every informer has listed, both go back to normal.
+#[tokio::test]
+async fn readyz_fails_and_nothing_is_written_while_waiting_for_a_consistent_view() {
+    let (server, _client, h) = handle_with_one_service().await;
+    assert_eq!(h.readiness(), Ok(()));
+    h.consistency.register("services");
+    h.consistency.register("pods");
+    let epoch = h.consistency.epoch();
+    h.consistency.listed("services", epoch);
+    let why = h.readiness().unwrap_err();
+    assert!(
+        why.contains("consistent view") && why.contains("pods"),
+        "{why}"
+    );
+    let refused = h.syncer.sync("ns/foo").await;
+    assert!(
+        matches!(refused, Err(super::sync::SyncError::Inconsistent(_))),
+        "{refused:?}"
+    );
+    assert!(server.store().get("endpoints", "ns", "foo").is_none());
+    h.consistency.listed("pods", epoch);
+    assert_eq!(h.readiness(), Ok(()));
+    assert_eq!(
+        h.syncer.sync("ns/foo").await.unwrap(),
+        super::sync::Outcome::Written("create")
+    );
+    server.shutdown().await;
+}

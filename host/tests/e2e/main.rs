@@ -6,6 +6,7 @@ mod ha;
 mod operator;
 mod orphans;
 mod process;
+mod reset;
 mod slices;
 mod staleness;
 #[path = "../support/mod.rs"]
