@@ -305,59 +305,6 @@ async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts
     assert!(status.success(), "{status:?}");
 }
 
-/// A Lease deleted under a running leader (as when the API server lost its state) is created
-/// again, as client-go's elector does: the leader takes it again and goes on writing, without
-/// exiting.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_vanished_lease_is_created_again_and_the_leader_keeps_leading() {
-    use k8s_openapi::api::coordination::v1::Lease;
-    let mut objects = web_app();
-    objects.push(namespace("weir-system"));
-    let c = Cluster::start(objects).await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = kubeconfig(&c, &dir);
-    let mut a = Replica::start(&kubeconfig);
-    a.wait_status(1, DEADLINE).await;
-    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
-    let leases: kube::Api<Lease> = kube::Api::namespaced(c.client.clone(), "weir-system");
-    let deleted = leases
-        .delete("weir", &Default::default())
-        .await
-        .expect("the Lease is deleted");
-    let old_uid = deleted
-        .left()
-        .and_then(|l| l.metadata.uid)
-        .expect("the deleted Lease");
-    // Created again (a new object), held by a, and renewed for longer than the renew
-    // deadline (2 s) after that: a kept leading.
-    let mut renewals = std::collections::BTreeSet::new();
-    wait_for(
-        "the Lease created again and renewed three times by a",
-        || {
-            let lease = c.server.store().get("leases", "weir-system", "weir");
-            let fresh = lease
-                .filter(|l| l["metadata"]["uid"].as_str() != Some(old_uid.as_str()))
-                .filter(|l| l["spec"]["holderIdentity"].as_str() == Some(a.identity.as_str()));
-            if let Some(renewed) =
-                fresh.and_then(|l| l["spec"]["renewTime"].as_str().map(String::from))
-            {
-                renewals.insert(renewed);
-            }
-            let done = renewals.len() >= 3;
-            async move { done }
-        },
-    )
-    .await;
-    assert!(a.proc.exited().is_none(), "the leader exited");
-    assert_eq!(a.leader_status().await, Some(1));
-    // And it still writes.
-    c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", false))
-        .await;
-    c.wait_ips("app", "web", &[], &["10.1.0.1"]).await;
-    let status = tokio::task::block_in_place(|| a.proc.stop("-TERM"));
-    assert!(status.success(), "{status:?}");
-}
-
 /// In process, with the gate driven by hand: a standby syncs its caches and is ready but
 /// writes nothing; once it leads it writes; when no renewal comes within the renew deadline,
 /// /healthz fails with the reason and writes are refused.
