@@ -83,6 +83,11 @@ impl Proc {
         self.wait(&format!("weir to exit after {signal}"))
     }
 
+    /// The exit status, if the process has exited.
+    pub(super) fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
     /// Waits for the process to exit on its own; fails after [`DEADLINE`].
     pub(super) fn wait(mut self, what: &str) -> std::process::ExitStatus {
         let deadline = Instant::now() + DEADLINE;
