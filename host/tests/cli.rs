@@ -243,6 +243,9 @@ fn the_operations_guide_names_only_flags_weir_has() {
         &["test", "--help"],
         &["guest", "--help"],
         &["demo", "--help"],
+        &["diff", "--help"],
+        &["snapshot", "--help"],
+        &["status", "--help"],
     ]
     .iter()
     .map(|args| String::from_utf8_lossy(&weir(args).stdout).into_owned())
