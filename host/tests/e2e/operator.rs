@@ -379,7 +379,10 @@ async fn wait_status(args: &[&str], want: impl Fn(&Value) -> bool) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weir_status_names_the_leader_its_guest_and_the_last_swap_and_refusal() {
-    let c = Cluster::start(web_app()).await;
+    // The Lease's namespace exists, as it does in a cluster weir is deployed to.
+    let mut objects = web_app();
+    objects.push(namespace("weir-system"));
+    let c = Cluster::start(objects).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     c.server.write_kubeconfig(&kubeconfig).unwrap();
