@@ -259,21 +259,15 @@ fn conditions(c: &std::collections::BTreeMap<&'static str, bool>) -> String {
 
 fn print_changes(changes: &EndpointChanges) {
     let target = |t: &Option<String>| t.as_ref().map(|t| format!(" ({t})")).unwrap_or_default();
-    for e in &changes.added {
-        println!(
-            "    + {}{}: {}",
-            e.address,
-            target(&e.target),
-            conditions(&e.conditions)
-        );
-    }
-    for e in &changes.removed {
-        println!(
-            "    - {}{}: {}",
-            e.address,
-            target(&e.target),
-            conditions(&e.conditions)
-        );
+    for (sign, endpoints) in [('+', &changes.added), ('-', &changes.removed)] {
+        for e in endpoints {
+            println!(
+                "    {sign} {}{}: {}",
+                e.address,
+                target(&e.target),
+                conditions(&e.conditions)
+            );
+        }
     }
     for c in &changes.changed {
         println!(
