@@ -21,7 +21,12 @@ pub fn pod_change(old: &CachedPod, new: &CachedPod) -> Option<PodChange> {
     // Upstream compares deletion timestamps as pointers, so any update of a terminating pod
     // counts as a change.
     let terminating = old.terminating() || new.terminating();
-    let endpoints = terminating || old.ready() != new.ready() || old.pod_ips() != new.pod_ips();
+    // D14: a policy may read annotations (the drain-annotation example), so a change of them
+    // re-syncs too; upstream's controllers read none.
+    let endpoints = terminating
+        || old.ready() != new.ready()
+        || old.pod_ips() != new.pod_ips()
+        || old.annotations() != new.annotations();
     let membership = old.labels() != new.labels() || old.dns_names() != new.dns_names();
     (endpoints || membership).then_some(PodChange {
         endpoints,
@@ -166,6 +171,25 @@ pub(crate) mod tests {
         // Hostname alone changes no membership: nothing (spec §2.6 consequence).
         let d = pod("4", json!({"app": "web"}), true, "h");
         assert!(keys_for_pod(&services(), Some(&a), Some(&d)).is_empty());
+    }
+
+    #[test]
+    fn d14_an_annotation_change_enqueues_the_selecting_services() {
+        let plain = pod("1", json!({"app": "web"}), true, "");
+        let p: core::Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web"},
+                         "annotations": {"weir.dev/drain": "true"}, "resourceVersion": "2"},
+            "spec": {"containers": []},
+            "status": {"podIPs": [{"ip": "10.0.0.1"}], "conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+        .unwrap();
+        let annotated = CachedPod::from_pod(&p);
+        let mut keys = keys_for_pod(&services(), Some(&plain), Some(&annotated));
+        keys.sort();
+        assert_eq!(keys, ["ns/all", "ns/web"]);
+        keys = keys_for_pod(&services(), Some(&annotated), Some(&plain));
+        keys.sort();
+        assert_eq!(keys, ["ns/all", "ns/web"], "and so does removing one");
     }
 
     fn ab_services() -> Vec<Arc<wit::Service>> {

@@ -233,6 +233,11 @@ impl SlimPod {
         &self.labels
     }
 
+    /// `metadata.annotations`.
+    pub fn annotations(&self) -> &[(Text, Text)] {
+        &self.annotations
+    }
+
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> &str {
         &self.resource_version
