@@ -5,7 +5,12 @@
 //!
 //! `cargo bench -p weir --bench churn` runs 50 changes/s for 60 s over 1,000 Services of 10
 //! pods; add `-- RATE SECONDS [SERVICES PODS_PER_SERVICE]` to change them (e.g. `-- 50 10` for
-//! a short run).
+//! a short run). weir runs without a client rate limit unless `--default-api-limits` is given
+//! (then `--kube-api-qps` and `--kube-api-burst` keep their defaults, and `WEIR_*` variables
+//! in the environment reach weir).
+//!
+//! It also reports the peak depth of weir's work queue from the start of the churn, and how
+//! long after the last change every output showed the final state.
 //!
 //! Both ends are timed at weir-apiserver's watch streams, read in this process: the pod
 //! MODIFIED event of each status write, and the Endpoints and EndpointSlice events. A change is
@@ -31,6 +36,7 @@ use kube::{Client, Resource};
 use serde_json::json;
 
 fn main() {
+    let default_api_limits = std::env::args().any(|a| a == "--default-api-limits");
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -46,7 +52,7 @@ fn main() {
     let per_service = arg(3, 10.0) as usize;
     assert!(rate > 0.0 && seconds > 0.0 && services > 0 && per_service > 0);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(run(rate, seconds, services, per_service));
+    runtime.block_on(run(rate, seconds, services, per_service, default_api_limits));
 }
 
 /// A pod status write, as the pod watch saw it.
@@ -199,7 +205,31 @@ where
     }
 }
 
-async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
+/// Samples the depth of weir's work queue every 100 ms on a thread of its own (the admin
+/// endpoint is read with blocking I/O) until `stop`; returns the highest depth seen.
+fn sample_queue_peak(
+    admin: std::net::SocketAddr,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<f64> {
+    std::thread::spawn(move || {
+        let mut peak = 0f64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(depth) = common::metric_at(admin, "workqueue_depth{name=\"endpoint\"}") {
+                peak = peak.max(depth);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        peak
+    })
+}
+
+async fn run(
+    rate: f64,
+    seconds: f64,
+    services: usize,
+    per_service: usize,
+    default_api_limits: bool,
+) {
     let server = weir_apiserver::ApiServer::start(weir_apiserver::Config {
         seed: common::seed(services, per_service),
         history: 1_000_000,
@@ -207,7 +237,11 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
     })
     .await
     .unwrap();
-    let weir = common::Weir::start(&server, &["--batch-period", "0s"]);
+    let weir = if default_api_limits {
+        common::Weir::start_limited(&server, &["--batch-period", "0s"])
+    } else {
+        common::Weir::start(&server, &["--batch-period", "0s"])
+    };
     let started = Instant::now();
     while server.store().count("endpoints") < services
         || server.store().count("endpointslices") < services
@@ -301,6 +335,8 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let mut writes = tokio::task::JoinSet::new();
+    let stop_sampling = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let queue_peak = sample_queue_peak(weir.admin, stop_sampling.clone());
     let driving = Instant::now();
     for k in 0..changes {
         tick.tick().await;
@@ -323,7 +359,7 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
     while writes.join_next().await.is_some() {}
     let driven = driving.elapsed();
 
-    // Wait until every Endpoints object shows what was written (or give up after 60 s).
+    // Wait until every Endpoints object shows what was written (or give up after 600 s).
     let want = |s: usize| -> (HashSet<String>, HashSet<String>) {
         let (mut r, mut n) = (HashSet::new(), HashSet::new());
         for (p, &is_ready) in ready[s].iter().enumerate() {
@@ -358,12 +394,15 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
             })
             .collect();
         if (mismatched.is_empty() && slices_mismatched.is_empty())
-            || settle.elapsed() > Duration::from_secs(60)
+            || settle.elapsed() > Duration::from_secs(600)
         {
             break (mismatched, slices_mismatched);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let settled = settle.elapsed();
+    stop_sampling.store(true, std::sync::atomic::Ordering::Relaxed);
+    let queue_peak = queue_peak.join().unwrap();
     // The recorders see the last writes a moment after the store has them.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for r in &recorders {
@@ -374,7 +413,15 @@ async fn run(rate: f64, seconds: f64, services: usize, per_service: usize) {
     let (latencies, lost) = match_changes(&pod_writes, &ep_writes.lock().unwrap());
     let (slice_latencies, slices_lost) = match_changes(&pod_writes, &slice_writes.lock().unwrap());
     println!(
-        "{changes} readiness changes at {rate}/s over {driven:.1?} (batch period 0, both outputs)"
+        "{changes} readiness changes at {rate}/s over {driven:.1?} (batch period 0, both outputs, {})",
+        if default_api_limits {
+            "default API client limits"
+        } else {
+            "no API client limit"
+        }
+    );
+    println!(
+        "work queue peak {queue_peak} from the start of the churn; every output final {settled:.1?} after the last change"
     );
     println!(
         "pod status write → Endpoints write: {}",

@@ -74,6 +74,21 @@ pub struct Weir {
 
 impl Weir {
     pub fn start(server: &weir_apiserver::RunningApiServer, args: &[&str]) -> Weir {
+        // weir's own pace, not its client limit (KCM's 20/s would make a 1,000-Service
+        // run take ~100 s and cap churn below its 50 changes/s).
+        Self::start_limited(
+            server,
+            &[
+                &["--kube-api-qps", "1000000", "--kube-api-burst", "1000000"],
+                args,
+            ]
+            .concat(),
+        )
+    }
+
+    /// `weir run` as [`Weir::start`], at its own API client limits (the defaults unless
+    /// `args` set them).
+    pub fn start_limited(server: &weir_apiserver::RunningApiServer, args: &[&str]) -> Weir {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig: PathBuf = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).unwrap();
@@ -84,9 +99,6 @@ impl Weir {
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(["run", "--kubeconfig", kubeconfig.to_str().unwrap()])
             .args(["--admin-addr", &admin.to_string()])
-            // weir's own pace, not its client limit (KCM's 20/s would make a 1,000-Service
-            // run take ~100 s and cap churn below its 50 changes/s).
-            .args(["--kube-api-qps", "1000000", "--kube-api-burst", "1000000"])
             .args(args)
             .env("WEIR_LOG", "warn")
             .stdout(Stdio::null())
@@ -99,17 +111,11 @@ impl Weir {
         }
     }
 
-    /// The value of an unlabelled metric from its `/metrics`, if it answers and has it.
+    /// The value of a metric from its `/metrics`, if it answers and has it: `name` is the
+    /// series as exposed, labels included (`workqueue_depth{name="endpoint"}`).
     #[allow(dead_code)] // not every bench reads metrics
     pub fn metric(&self, name: &str) -> Option<f64> {
-        use std::io::{Read, Write};
-        let mut conn = std::net::TcpStream::connect(self.admin).ok()?;
-        conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: weir\r\n\r\n")
-            .ok()?;
-        let mut body = String::new();
-        conn.read_to_string(&mut body).ok()?;
-        body.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        metric_at(self.admin, name)
     }
 
     /// Peak resident memory of the process so far (`VmHWM`), in KiB.
@@ -131,4 +137,17 @@ impl Weir {
             .status();
         let _ = self.child.wait();
     }
+}
+
+/// The value of the series `name` (labels included) from the `/metrics` of the admin endpoint
+/// at `admin`, if it answers and has it.
+pub fn metric_at(admin: std::net::SocketAddr, name: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(admin).ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: weir\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    conn.read_to_string(&mut body).ok()?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
