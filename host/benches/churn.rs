@@ -52,7 +52,13 @@ fn main() {
     let per_service = arg(3, 10.0) as usize;
     assert!(rate > 0.0 && seconds > 0.0 && services > 0 && per_service > 0);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(run(rate, seconds, services, per_service, default_api_limits));
+    runtime.block_on(run(
+        rate,
+        seconds,
+        services,
+        per_service,
+        default_api_limits,
+    ));
 }
 
 /// A pod status write, as the pod watch saw it.

@@ -120,6 +120,12 @@ async fn guest(State(admin): State<Admin>) -> impl IntoResponse {
     let g = admin.handle.guest.current();
     let asked = admin.handle.syncer.outputs.endpoint_slices;
     body["active"]["world"] = serde_json::json!(g.world().package());
+    body["shadow"] = admin
+        .handle
+        .syncer
+        .shadow
+        .as_ref()
+        .map_or(serde_json::Value::Null, |s| s.info());
     body["endpointSlices"] = serde_json::json!({
         "managed": asked,
         "rendered": asked && g.world().has_slices(),

@@ -1,6 +1,12 @@
 //! The Kubernetes API client weir talks through: kube-rs's stack with a client-side rate limit
 //! (`--kube-api-qps`, `--kube-api-burst`), as kube-controller-manager's clients have.
 //!
+//! kube-controller-manager gives each controller a client of its own, and its shared informers
+//! another; so weir gives each output (Endpoints, EndpointSlices) a client with its own bucket
+//! for its writes and its informer, and a third for what both outputs share: the Service, Pod
+//! and Node watches, Events, and a ConfigMap guest source ([`Clients`]).
+//! `--kube-api-limit-scope shared` puts all of them behind one bucket instead.
+//!
 //! Every request counts, watch starts included: a watch takes one token when it is sent and
 //! none while it streams, as client-go's limiter does. Re-listing after a lost watch thus
 //! cannot storm the API server either. Retries count too: kube-rs's own retry (429, 503, 504)
@@ -79,6 +85,57 @@ pub fn rate_limited(mut config: kube::Config, rate: ApiRate) -> anyhow::Result<k
         .with_layer(&BufferLayer::new(QUEUED_REQUESTS))
         .with_layer(&RetryLayer::new(RetryPolicy::server_retry()))
         .build())
+}
+
+/// Which requests share a bucket (`--kube-api-limit-scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LimitScope {
+    /// A bucket per output, and one for the shared watches and Events (kube-controller-
+    /// manager's client per controller).
+    #[default]
+    PerOutput,
+    /// One bucket for every request of the controller.
+    Shared,
+}
+
+/// The API clients of one controller: one per output, one for what the outputs share.
+#[derive(Clone)]
+pub struct Clients {
+    /// The Service, Pod and Node watches, Events, and a ConfigMap guest source.
+    pub shared: kube::Client,
+    /// Endpoints: their informer and writes.
+    pub endpoints: kube::Client,
+    /// EndpointSlices: their informer and writes.
+    pub endpoint_slices: kube::Client,
+}
+
+impl Clients {
+    /// One client for everything, so one bucket if it has one.
+    pub fn single(client: kube::Client) -> Self {
+        Clients {
+            shared: client.clone(),
+            endpoints: client.clone(),
+            endpoint_slices: client,
+        }
+    }
+
+    /// Clients for `config`, each keeping to `rate` on its own, or all of them together in
+    /// one bucket ([`LimitScope::Shared`]).
+    pub fn rate_limited(
+        config: kube::Config,
+        rate: ApiRate,
+        scope: LimitScope,
+    ) -> anyhow::Result<Self> {
+        let shared = rate_limited(config.clone(), rate)?;
+        Ok(match scope {
+            LimitScope::Shared => Clients::single(shared),
+            LimitScope::PerOutput => Clients {
+                shared,
+                endpoints: rate_limited(config.clone(), rate)?,
+                endpoint_slices: rate_limited(config, rate)?,
+            },
+        })
+    }
 }
 
 /// A tower layer that admits requests at an [`ApiRate`].

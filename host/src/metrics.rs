@@ -100,8 +100,13 @@ pub struct Metrics {
     pub guest_calls: Family<ResultLabel, Counter>,
     /// Duration of one guest call (instantiate, call, lift).
     pub guest_call_duration: Histogram,
-    /// Shadow comparisons by `result`: `same`, `different` or `failed`.
+    /// Shadow comparisons by `result`: `same`, `different` or `failed`; syncs compared with
+    /// no shadow call: `skipped` (its queue was full) or `suspended`.
     pub shadow: Family<ResultLabel, Counter>,
+    /// 1 while the shadow guest is suspended for timing out, else 0.
+    pub shadow_suspended: Gauge,
+    /// Suspensions of the shadow guest.
+    pub shadow_suspensions: Counter,
     /// Guests made active by hot swap.
     pub guest_swaps: Counter,
     /// Guest candidates refused, by reason.
@@ -147,6 +152,8 @@ impl Metrics {
             guest_calls: Family::default(),
             guest_call_duration: Histogram::new(exponential_buckets(0.0001, 2.0, 14)),
             shadow: Family::default(),
+            shadow_suspended: Gauge::default(),
+            shadow_suspensions: Counter::default(),
             guest_swaps: Counter::default(),
             guest_swap_refusals: Family::default(),
             guest_rollbacks: Counter::default(),
@@ -234,6 +241,16 @@ impl Metrics {
             m.shadow.clone(),
         );
         r.register(
+            "weir_shadow_suspended",
+            "1 while the shadow guest is suspended for timing out, else 0",
+            m.shadow_suspended.clone(),
+        );
+        r.register(
+            "weir_shadow_suspensions",
+            "Suspensions of the shadow guest for timing out",
+            m.shadow_suspensions.clone(),
+        );
+        r.register(
             "weir_guest_swaps",
             "Guests made active by hot swap",
             m.guest_swaps.clone(),
@@ -293,7 +310,7 @@ impl Metrics {
         for reason in crate::swap::Refusal::REASONS {
             let _ = m.guest_swap_refusals.get_or_create(&ReasonLabel { reason });
         }
-        for result in ["same", "different", "failed"] {
+        for result in ["same", "different", "failed", "skipped", "suspended"] {
             let _ = m.shadow.get_or_create(&ResultLabel { result });
         }
         m

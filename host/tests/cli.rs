@@ -402,3 +402,77 @@ fn contradictory_leader_election_timings_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
 }
+
+/// Duration flags keep to their ranges: a zero deadline, or one of minutes or years, exits 2
+/// with one line naming the flag and the range, before anything runs; values inside the range
+/// are taken.
+#[test]
+fn duration_flags_outside_their_range_exit_2_naming_the_range() {
+    let range = "must be greater than 0 and at most 1m";
+    let refused: [(&[&str], &str); 12] = [
+        (&["run", "--guest-deadline", "0"], range),
+        (&["run", "--guest-deadline", "0s"], range),
+        (&["run", "--guest-deadline", "61s"], range),
+        (&["run", "--guest-deadline", "10y"], range),
+        (&["reconcile", "--guest-deadline", "0ms"], range),
+        (&["run", "--guest-poll", "0s"], "at most 1h"),
+        (&["run", "--batch-period", "2h"], "must be at most 1h"),
+        (&["run", "--rollback-window", "10y"], "must be at most 1day"),
+        (
+            &["run", "--resync-period", "31days"],
+            "must be at most 30days",
+        ),
+        (&["run", "--readyz-api-timeout", "0s"], "greater than 0"),
+        (&["run", "--shutdown-grace", "10y"], "must be at most 1h"),
+        (
+            &["run", "--leader-elect-lease-duration", "2h"],
+            "must be at most 1h",
+        ),
+    ];
+    for (args, why) in refused {
+        let out = weir(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let flag = args[1];
+        assert!(
+            stderr.contains(flag) && stderr.contains(why),
+            "{args:?}: {stderr}"
+        );
+    }
+    // The environment goes through the same check.
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run"])
+        .env("WEIR_GUEST_DEADLINE", "0s")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(range), "{stderr}");
+    // Inside the range (both ends included) the flags are taken: `reconcile` decides, and
+    // `run` gets as far as reading its kubeconfig.
+    for deadline in ["250ms", "60s", "1m"] {
+        let out = weir(&[
+            "reconcile",
+            "--guest-deadline",
+            deadline,
+            &case("lifecycle/create-two-ready-pods.yaml"),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{deadline}: {stderr}");
+    }
+    let out = weir(&[
+        "run",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--leader-elect=false",
+        "--guest-deadline=60s",
+        "--guest-poll=1h",
+        "--batch-period=0s",
+        "--rollback-window=0s",
+        "--resync-period=30days",
+        "--readyz-api-timeout=1day",
+        "--shutdown-grace=0s",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+}

@@ -46,8 +46,9 @@ pub struct Args {
     #[arg(long, env = "WEIR_DEMO_KUBECONFIG", value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
 
-    /// Stop by itself after this long (for scripts and CI). Default: run until Ctrl-C.
-    #[arg(long = "for", env = "WEIR_DEMO_FOR", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    /// Stop by itself after this long (for scripts and CI; more than 0, at most 1day).
+    /// Default: run until Ctrl-C.
+    #[arg(long = "for", env = "WEIR_DEMO_FOR", value_name = "DURATION", value_parser = super::duration::within(super::duration::Min::AboveZero, super::duration::DAY))]
     run_for: Option<Duration>,
 }
 

@@ -4,6 +4,7 @@ pub mod apiserver;
 pub mod bench;
 pub mod demo;
 pub mod diff;
+pub mod duration;
 pub mod guest;
 pub mod live;
 pub mod new_policy;
@@ -61,8 +62,8 @@ pub struct GuestArgs {
     pub guest: Option<PathBuf>,
 
     /// Wall-clock budget of one guest call, instantiation included; a guest that runs (or
-    /// blocks, or sleeps) longer fails that key.
-    #[arg(long, env = "WEIR_GUEST_DEADLINE", default_value = "100ms", value_parser = humantime::parse_duration)]
+    /// blocks, or sleeps) longer fails that key. More than 0, at most 60s.
+    #[arg(long, env = "WEIR_GUEST_DEADLINE", default_value = "100ms", value_name = "DURATION", value_parser = duration::within(duration::Min::AboveZero, duration::secs(60)))]
     pub guest_deadline: Duration,
 
     /// Most memory one guest call may use, in MiB: all its linear memories and tables

@@ -7,11 +7,13 @@ use std::time::Duration;
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
-use weir::client::ApiRate;
+use weir::client::{ApiRate, Clients, LimitScope};
 use weir::controller::{Config, Controller, InitialList, Outputs};
 use weir::leader::{Election, ElectionError, WriteGate};
 use weir::runtime::ActiveGuest;
 use weir::selector::LabelSelector;
+
+use super::duration::{DAY, HOUR, Min, within};
 
 /// Run the controller: watch Services, Pods, Nodes, Endpoints and EndpointSlices and keep
 /// every selected Service's Endpoints and EndpointSlices right, both from one guest decision.
@@ -60,15 +62,15 @@ pub struct Args {
     pub workers: u16,
 
     /// Delay pod-driven syncs by this much so bursts of pod changes coalesce into one write.
-    /// `0s` syncs at once. kube-controller-manager's --endpoint-updates-batch-period and
-    /// --endpointslice-updates-batch-period are other names of this flag (one sync writes
+    /// `0s` syncs at once; at most 1h. kube-controller-manager's --endpoint-updates-batch-period
+    /// and --endpointslice-updates-batch-period are other names of this flag (one sync writes
     /// both outputs); give only one of the names.
     #[arg(
         long,
         env = "WEIR_BATCH_PERIOD",
         default_value = "0s",
         value_name = "DURATION",
-        value_parser = humantime::parse_duration,
+        value_parser = within(Min::Zero, HOUR),
         visible_aliases = ["endpoint-updates-batch-period", "endpointslice-updates-batch-period"]
     )]
     pub batch_period: Duration,
@@ -124,8 +126,8 @@ pub struct Args {
     pub guest_check: Option<PathBuf>,
 
     /// How often a guest file is re-read and compared by content, besides change events
-    /// (covers filesystems without events).
-    #[arg(long, env = "WEIR_GUEST_POLL", default_value = "5s", value_parser = humantime::parse_duration)]
+    /// (covers filesystems without events). More than 0, at most 1h.
+    #[arg(long, env = "WEIR_GUEST_POLL", default_value = "5s", value_name = "DURATION", value_parser = within(Min::AboveZero, HOUR))]
     pub guest_poll: Duration,
 
     /// Keep compiled guests here (wasmtime's compilation cache), keyed by component and
@@ -140,8 +142,8 @@ pub struct Args {
     #[arg(long, env = "WEIR_ROLLBACK_FAULT_SHARE", default_value_t = 0.5)]
     pub rollback_fault_share: f64,
 
-    /// ...within this long after the swap...
-    #[arg(long, env = "WEIR_ROLLBACK_WINDOW", default_value = "60s", value_parser = humantime::parse_duration)]
+    /// ...within this long after the swap (`0s`: never; at most 1day)...
+    #[arg(long, env = "WEIR_ROLLBACK_WINDOW", default_value = "60s", value_name = "DURATION", value_parser = within(Min::Zero, DAY))]
     pub rollback_window: Duration,
 
     /// ...counting only once it has made at least this many calls.
@@ -171,20 +173,21 @@ pub struct Args {
 
     /// Queue every Service again after a random time between this and twice this, as
     /// kube-controller-manager's informers resync (its --min-resync-period, 12h): a key dropped
-    /// after 15 failed retries gets another try. `0s` turns resyncs off.
-    #[arg(long, env = "WEIR_RESYNC_PERIOD", default_value = "12h", value_parser = humantime::parse_duration)]
+    /// after 15 failed retries gets another try. `0s` turns resyncs off; at most 30days.
+    #[arg(long, env = "WEIR_RESYNC_PERIOD", default_value = "12h", value_name = "DURATION", value_parser = within(Min::Zero, DAY * 30))]
     pub resync_period: Duration,
 
     /// /readyz fails once no list or watch request to the API server has succeeded for this
     /// long. weir also asks the API server for its resourceVersion every quarter of this (at
     /// most every 10s); one lower than weir has seen means the server lost its state, and every
-    /// cache is listed afresh.
-    #[arg(long, env = "WEIR_READYZ_API_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
+    /// cache is listed afresh. More than 0, at most 1day.
+    #[arg(long, env = "WEIR_READYZ_API_TIMEOUT", default_value = "60s", value_name = "DURATION", value_parser = within(Min::AboveZero, DAY))]
     pub readyz_api_timeout: Duration,
 
     /// Requests per second to the API server, sustained (kube-controller-manager's
-    /// --kube-api-qps). Every request counts: reads, writes, retries and the start of each
-    /// watch (a watch that streams for hours counts once).
+    /// --kube-api-qps), for each output's client (see --kube-api-limit-scope). Every request
+    /// counts: reads, writes, retries and the start of each watch (a watch that streams for
+    /// hours counts once).
     #[arg(long, env = "WEIR_KUBE_API_QPS", default_value_t = ApiRate::KCM.qps, value_name = "QPS", value_parser = parse_qps)]
     pub kube_api_qps: f64,
 
@@ -192,6 +195,20 @@ pub struct Args {
     /// --kube-api-qps (kube-controller-manager's --kube-api-burst).
     #[arg(long, env = "WEIR_KUBE_API_BURST", default_value_t = ApiRate::KCM.burst, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_api_burst: u32,
+
+    /// What --kube-api-qps and --kube-api-burst limit. `per-output`, as kube-controller-manager
+    /// has a client per controller: the Endpoints (informer and writes) and the EndpointSlices
+    /// each have a bucket, and the Service, Pod and Node watches, Events and a ConfigMap guest
+    /// source a third. `shared`: one bucket for all of them. Leader election always has its
+    /// own.
+    #[arg(
+        long,
+        env = "WEIR_KUBE_API_LIMIT_SCOPE",
+        value_enum,
+        default_value = "per-output",
+        value_name = "SCOPE"
+    )]
+    pub kube_api_limit_scope: LimitScopeArg,
 
     /// How each informer gets the current state before watching. `streaming` (watch-list:
     /// one watch with sendInitialEvents=true, objects arriving one at a time) needs
@@ -210,8 +227,8 @@ pub struct Args {
     #[arg(long, env = "WEIR_LIST_PAGE_SIZE", default_value_t = weir::controller::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..))]
     pub list_page_size: u32,
 
-    /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish.
-    #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
+    /// On SIGTERM or Ctrl-C, how long in-flight syncs may take to finish (at most 1h).
+    #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "10s", value_name = "DURATION", value_parser = within(Min::Zero, HOUR))]
     pub shutdown_grace: Duration,
 
     #[command(flatten)]
@@ -237,18 +254,19 @@ pub struct LeaderElectionArgs {
     pub leader_elect: bool,
 
     /// How long a standby waits after the leader's last renewal before taking the Lease.
-    /// Whole seconds.
-    #[arg(long, env = "WEIR_LEADER_ELECT_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    /// Whole seconds, at most 1h (as the other two timings; they are checked against each
+    /// other).
+    #[arg(long, env = "WEIR_LEADER_ELECT_LEASE_DURATION", value_name = "DURATION", default_value = "15s", value_parser = within(Min::Zero, HOUR))]
     pub leader_elect_lease_duration: Duration,
 
     /// How long the leader keeps writing without a successful renewal; it must be shorter
     /// than the lease duration, and the difference covers clock skew between replicas.
-    #[arg(long, env = "WEIR_LEADER_ELECT_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "WEIR_LEADER_ELECT_RENEW_DEADLINE", value_name = "DURATION", default_value = "10s", value_parser = within(Min::Zero, HOUR))]
     pub leader_elect_renew_deadline: Duration,
 
     /// How often the leader renews the Lease and retries a failed request. Whole seconds,
     /// shorter than the renew deadline.
-    #[arg(long, env = "WEIR_LEADER_ELECT_RETRY_PERIOD", value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "WEIR_LEADER_ELECT_RETRY_PERIOD", value_name = "DURATION", default_value = "2s", value_parser = within(Min::Zero, HOUR))]
     pub leader_elect_retry_period: Duration,
 
     /// Name of the Lease.
@@ -286,6 +304,15 @@ impl LeaderElectionArgs {
         election.validate()?;
         Ok(Some(election))
     }
+}
+
+/// `--kube-api-limit-scope`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitScopeArg {
+    /// A bucket per output, one for the shared watches and Events.
+    PerOutput,
+    /// One bucket for every request.
+    Shared,
 }
 
 /// `--initial-list`.
@@ -385,6 +412,14 @@ pub async fn client(
     user_agent: &str,
     rate: ApiRate,
 ) -> anyhow::Result<kube::Client> {
+    weir::client::rate_limited(client_config(kubeconfig, user_agent).await?, rate)
+}
+
+/// The client configuration of `kubeconfig`, or the one kube-rs infers, sending `user_agent`.
+pub async fn client_config(
+    kubeconfig: Option<&Path>,
+    user_agent: &str,
+) -> anyhow::Result<kube::Config> {
     let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
@@ -398,7 +433,7 @@ pub async fn client(
     let agent = axum::http::HeaderValue::from_str(user_agent)
         .with_context(|| format!("invalid User-Agent {user_agent:?}"))?;
     config.headers.push((axum::http::header::USER_AGENT, agent));
-    weir::client::rate_limited(config, rate)
+    Ok(config)
 }
 
 /// Cancels `token` on SIGINT or SIGTERM.
@@ -468,7 +503,16 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         burst: args.kube_api_burst,
     };
     let agent = user_agent(&replica);
-    let client = client(args.kubeconfig.as_deref(), &agent, rate).await?;
+    let scope = match args.kube_api_limit_scope {
+        LimitScopeArg::PerOutput => LimitScope::PerOutput,
+        LimitScopeArg::Shared => LimitScope::Shared,
+    };
+    let clients = Clients::rate_limited(
+        client_config(args.kubeconfig.as_deref(), &agent).await?,
+        rate,
+        scope,
+    )?;
+    let client = clients.shared.clone();
     // Lease renewals get a bucket of their own, as kube-controller-manager gives leader
     // election its own client: queued behind a burst of writes, a renewal would miss its
     // deadline and cost the lease.
@@ -529,7 +573,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     }
 
     let metrics = config.metrics.clone();
-    let controller = Controller::new(client.clone(), ActiveGuest::new(guest), config);
+    let controller = Controller::with_clients(clients, ActiveGuest::new(guest), config);
     let handle = controller.handle();
     let swapper = Swapper::new(runtime, handle.clone(), swap_config);
     let shutdown = CancellationToken::new();

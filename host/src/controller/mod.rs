@@ -11,6 +11,7 @@ pub mod consistency;
 pub mod events;
 pub mod informer;
 pub mod packed;
+pub mod shadow;
 pub mod slice_sync;
 pub mod slice_tracker;
 pub mod slices;
@@ -28,6 +29,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::{Api, Client, Resource};
 use tokio_util::sync::CancellationToken;
 
+use crate::client::Clients;
 use crate::leader::WriteGate;
 use crate::metrics::{Metrics, ResultLabel, WriteLabels};
 use crate::queue::{RateLimiterConfig, Retry, WorkQueue};
@@ -60,7 +62,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Queue rate limiting.
     pub rate_limiter: RateLimiterConfig,
-    /// A second guest to evaluate on every sync without writing (`--shadow-guest`).
+    /// A second guest to evaluate after every sync without writing (`--shadow-guest`), on a
+    /// task of its own (see [`shadow`]).
     pub shadow: Option<crate::runtime::Guest>,
     /// The shadow guest's policy configuration (JSON text); `None` shares `policy_config`.
     pub shadow_config: Option<String>,
@@ -214,10 +217,12 @@ impl Handle {
 
 /// The Endpoints controller.
 pub struct Controller {
-    client: Client,
+    clients: Clients,
     config: Config,
     syncer: Arc<Syncer>,
     handle: Handle,
+    /// The shadow guest's queue, which [`Controller::run`] serves.
+    shadow_jobs: Option<tokio::sync::mpsc::Receiver<shadow::Job>>,
 }
 
 /// A change seen by an informer. Full objects are handled one at a time and never buffered,
@@ -231,18 +236,35 @@ enum Change<K> {
 }
 
 impl Controller {
-    /// A controller that talks to the API through `client` and calls `guest`.
-    /// `config.policy_config` becomes the configuration `guest` is called with.
+    /// A controller that talks to the API through `client` (for every request) and calls
+    /// `guest`. `config.policy_config` becomes the configuration `guest` is called with.
     pub fn new(client: Client, guest: ActiveGuest, config: Config) -> Self {
+        Self::with_clients(Clients::single(client), guest, config)
+    }
+
+    /// A controller that talks to the API through `clients`: each output's informer and
+    /// writes through its own, the rest through `clients.shared`.
+    pub fn with_clients(clients: Clients, guest: ActiveGuest, config: Config) -> Self {
         guest.set_config(config.policy_config.clone());
         let cache = Arc::new(Cache::new(config.service_selector.clone()));
         let writer = if config.dry_run {
             Writer::DryRun
         } else {
-            Writer::Api(client.clone(), config.gate.clone())
+            Writer::Api(clients.clone(), config.gate.clone())
         };
         let health = Arc::new(CallHealth::default());
         let consistency = Arc::new(ResetGate::default());
+        let (shadow, shadow_jobs) = match &config.shadow {
+            Some(guest) => {
+                let (shadow, jobs) = shadow::Shadow::new(
+                    guest.clone(),
+                    config.shadow_config.clone(),
+                    config.metrics.clone(),
+                );
+                (Some(Arc::new(shadow)), Some(jobs))
+            }
+            None => (None, None),
+        };
         let syncer = Arc::new(Syncer {
             consistency: consistency.clone(),
             cache: cache.clone(),
@@ -252,8 +274,7 @@ impl Controller {
             trigger_times: Default::default(),
             stale: StaleTracker::default(),
             health: health.clone(),
-            shadow: config.shadow.clone(),
-            shadow_config: config.shadow_config.clone(),
+            shadow,
             outputs: config.outputs,
             slice_tracker: Default::default(),
             slice_stats: slice_sync::SliceStats::registered(&config.metrics),
@@ -274,10 +295,11 @@ impl Controller {
             readyz_api_timeout: config.readyz_api_timeout,
         };
         Controller {
-            client,
+            clients,
             config,
             syncer,
             handle,
+            shadow_jobs,
         }
     }
 
@@ -286,7 +308,7 @@ impl Controller {
         self.handle.clone()
     }
 
-    fn api<K>(&self) -> Api<K>
+    fn api<K>(&self, client: &Client) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
             + Clone
@@ -294,15 +316,15 @@ impl Controller {
             + std::fmt::Debug,
     {
         match &self.config.namespace {
-            Some(ns) => Api::namespaced(self.client.clone(), ns),
-            None => Api::all(self.client.clone()),
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
         }
     }
 
     /// Runs until `shutdown` is cancelled: informers first, workers once every cache synced,
     /// then the leftover sweep (spec §3, §4). On shutdown no new key is taken and in-flight
     /// syncs get `shutdown_grace` to finish.
-    pub async fn run(self, shutdown: CancellationToken) {
+    pub async fn run(mut self, shutdown: CancellationToken) {
         let handle = self.handle.clone();
         let outputs = self.config.outputs;
         let (synced_tx, mut synced_rx) = tokio::sync::mpsc::channel::<&'static str>(5);
@@ -323,14 +345,14 @@ impl Controller {
             initial_list: self.config.initial_list,
         };
         informers.spawn(informer(
-            self.api::<core::Service>(),
+            self.api::<core::Service>(&self.clients.shared),
             services_handler(handle.clone()),
             synced_tx.clone(),
             "services",
             watch.clone(),
         ));
         informers.spawn(informer(
-            self.api::<core::Pod>(),
+            self.api::<core::Pod>(&self.clients.shared),
             pods_handler(handle.clone(), self.config.batch_period),
             synced_tx.clone(),
             "pods",
@@ -339,7 +361,7 @@ impl Controller {
         if outputs.endpoints {
             pending.insert("endpoints");
             informers.spawn(informer(
-                self.api::<core::Endpoints>(),
+                self.api::<core::Endpoints>(&self.clients.endpoints),
                 endpoints_handler(handle.clone()),
                 synced_tx.clone(),
                 "endpoints",
@@ -349,14 +371,14 @@ impl Controller {
         if outputs.endpoint_slices {
             pending.extend(["endpointslices", "nodes"]);
             informers.spawn(informer(
-                self.api::<EndpointSlice>(),
+                self.api::<EndpointSlice>(&self.clients.endpoint_slices),
                 slices_handler(handle.clone(), self.config.batch_period),
                 synced_tx.clone(),
                 "endpointslices",
                 watch.clone(),
             ));
             informers.spawn(informer(
-                Api::<core::Node>::all(self.client.clone()),
+                Api::<core::Node>::all(self.clients.shared.clone()),
                 nodes_handler(handle.clone()),
                 synced_tx.clone(),
                 "nodes",
@@ -424,6 +446,12 @@ impl Controller {
         }
         informers.spawn(resync(handle.clone(), self.config.resync_period));
         informers.spawn(recheck_after_resets(handle.clone()));
+        if let (Some(shadow), Some(jobs)) = (self.syncer.shadow.clone(), self.shadow_jobs.take()) {
+            let syncer = self.syncer.clone();
+            informers.spawn(shadow.run(jobs, move |job, decision| {
+                syncer.compare_shadow(&job, decision)
+            }));
+        }
         shutdown.cancelled().await;
         tracing::info!("shutting down: finishing in-flight syncs");
         handle.queue.shut_down();

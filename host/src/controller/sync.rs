@@ -11,7 +11,6 @@ use crate::controller::cache::Cache;
 use crate::controller::writer::{
     EventRecorder, WriteError, Writer, Written, is_namespace_terminating,
 };
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::controller::consistency::Epoch;
 use crate::metrics::{Metrics, ResultLabel};
@@ -23,7 +22,7 @@ use crate::runtime::bindings as wit;
 use crate::runtime::bindings_v0_2 as v2;
 use crate::runtime::convert::endpoints_decision_to_v0_1;
 use crate::runtime::health::CallHealth;
-use crate::runtime::{ActiveGuest, CallError, Guest};
+use crate::runtime::{ActiveGuest, CallError};
 
 /// Why a sync failed; the key goes back to the queue with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -202,10 +201,9 @@ pub struct Syncer {
     pub stale: StaleTracker,
     /// Outcomes of guest calls, per guest digest (hot-swap rollback reads it).
     pub health: Arc<CallHealth>,
-    /// A second guest run on every sync for comparison only (`--shadow-guest`).
-    pub shadow: Option<Guest>,
-    /// The shadow guest's own policy configuration; `None` gives it the active one's.
-    pub shadow_config: Option<String>,
+    /// A second guest run after every sync for comparison only (`--shadow-guest`), off the
+    /// sync's path.
+    pub shadow: Option<Arc<super::shadow::Shadow>>,
     /// Guest call and shadow metrics.
     pub metrics: Arc<Metrics>,
     /// Which outputs weir writes, and how.
@@ -351,7 +349,7 @@ impl Syncer {
         } else {
             Vec::new()
         };
-        let mut request = self.request_v0_2(request, &stored_slices, slices_on);
+        let request = self.request_v0_2(request, &stored_slices, slices_on);
         // The decision was made for this view of the Service; its slice writes follow it
         // (no creates for a Service being deleted, R4.22a).
         let deleting = request.service.as_ref().is_some_and(|s| s.deleting);
@@ -362,21 +360,6 @@ impl Syncer {
         let started = std::time::Instant::now();
         let decision = guest.call_v0_2(&request).await;
         let took = started.elapsed();
-        let shadow_decision = match &self.shadow {
-            None => None,
-            // The shadow may be a different policy, with a configuration of its own.
-            Some(shadow) => Some(match &self.shadow_config {
-                Some(config) => {
-                    // The request is needed again afterwards (its pods resolve the
-                    // decisions' endpoints): lend it the shadow's configuration.
-                    let own = std::mem::replace(&mut request.config, config.clone());
-                    let decision = shadow.call_v0_2(&request).await;
-                    request.config = own;
-                    decision
-                }
-                None => shadow.call_v0_2(&request).await,
-            }),
-        };
         self.metrics.guest_call_duration.observe(took.as_secs_f64());
         let checked = async {
             // Taken apart, not cloned: each part goes where it is used (the outputs into
@@ -430,15 +413,17 @@ impl Syncer {
             })
             .inc();
         let (action, plan, events, errors) = checked?;
-        if let Some(shadow) = shadow_decision {
-            self.compare_shadow(
-                key,
-                (namespace, name, &service_uid),
-                (&action, &plan),
-                shadow,
-                (stored.as_deref(), &stored_slices, &request.pods),
+        if let Some(shadow) = &self.shadow {
+            shadow.offer(super::shadow::Job {
+                key: key.to_string(),
+                uid: service_uid.clone(),
+                request: request.clone(),
+                action: action.clone(),
+                plan: plan.clone(),
+                stored: stored.clone(),
+                stored_slices: stored_slices.clone(),
                 max_addresses,
-            );
+            });
         }
         let outcome = self
             .execute(key, (namespace, name, &service_uid), action, epoch)
@@ -482,21 +467,21 @@ impl Syncer {
         Ok(outcome)
     }
 
-    /// Records how the shadow guest's decision compares with the active one (Endpoints and
-    /// slices); writes nothing.
-    fn compare_shadow(
+    /// Records how the shadow guest's decision compares with the live one of `job`
+    /// (Endpoints and slices); writes nothing.
+    pub fn compare_shadow(
         &self,
-        key: &str,
-        (namespace, name, uid): (&str, &str, &str),
-        (active, active_plan): (&Action, &SlicePlan),
+        job: &super::shadow::Job,
         shadow: Result<v2::Decision, CallError>,
-        (stored, stored_slices, pods): (
-            Option<&k8s_openapi::api::core::v1::Endpoints>,
-            &[Arc<EndpointSlice>],
-            &[v2::Pod],
-        ),
-        max_addresses: usize,
     ) {
+        let (key, uid, max_addresses) = (job.key.as_str(), job.uid.as_str(), job.max_addresses);
+        let (namespace, name) = (job.request.namespace.as_str(), job.request.name.as_str());
+        let (active, active_plan) = (&job.action, &job.plan);
+        let (stored, stored_slices, pods) = (
+            job.stored.as_deref(),
+            job.stored_slices.as_slice(),
+            job.request.pods.as_slice(),
+        );
         let count = |result| {
             self.metrics
                 .shadow
@@ -658,7 +643,9 @@ impl Syncer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Guest;
     use k8s_openapi::api::core::v1 as core;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
     use serde_json::json;
     use std::sync::OnceLock;
 
@@ -685,7 +672,6 @@ mod tests {
             stale: StaleTracker::default(),
             health: Arc::default(),
             shadow: None,
-            shadow_config: None,
             metrics: Arc::default(),
             outputs: crate::controller::Outputs::default(),
             slice_tracker: Default::default(),

@@ -216,6 +216,21 @@ async fn handle_with_one_service() -> (
     kube::Client,
     super::Handle,
 ) {
+    handle_with_one_service_through(|config| {
+        crate::client::Clients::single(kube::Client::try_from(config).unwrap())
+    })
+    .await
+}
+
+/// [`handle_with_one_service`] with the controller's clients made by `clients` from the
+/// server's client configuration.
+async fn handle_with_one_service_through(
+    clients: impl FnOnce(kube::Config) -> crate::client::Clients,
+) -> (
+    weir_apiserver::RunningApiServer,
+    kube::Client,
+    super::Handle,
+) {
     let seed = vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
@@ -239,13 +254,13 @@ async fn handle_with_one_service() -> (
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
+    let client = kube::Client::try_from(config.clone()).unwrap();
     let guest = crate::runtime::Runtime::new(crate::runtime::Limits::default())
         .unwrap()
         .default_guest()
         .unwrap();
-    let controller = super::Controller::new(
-        client.clone(),
+    let controller = super::Controller::with_clients(
+        clients(config),
         crate::runtime::ActiveGuest::new(guest),
         super::Config::default(),
     );
@@ -361,4 +376,46 @@ async fn readyz_fails_and_nothing_is_written_while_waiting_for_a_consistent_view
         super::sync::Outcome::Written("create")
     );
     server.shutdown().await;
+}
+
+/// Each output writes through a bucket of its own, as kube-controller-manager's controllers
+/// each have a client: with a budget of one request a bucket (and the next token 1,000 s
+/// away), a sync that creates a Service's Endpoints and its EndpointSlice completes. With one
+/// bucket for both (`--kube-api-limit-scope shared`), the Endpoints create takes the only
+/// token and the slice create waits for the next.
+#[tokio::test]
+async fn each_output_writes_through_a_bucket_of_its_own() {
+    use crate::client::{ApiRate, Clients, LimitScope};
+    let rate = ApiRate {
+        qps: 0.001,
+        burst: 1,
+    };
+    for scope in [LimitScope::PerOutput, LimitScope::Shared] {
+        let (server, _client, h) = handle_with_one_service_through(|config| {
+            Clients::rate_limited(config, rate, scope).unwrap()
+        })
+        .await;
+        let sync = h.syncer.sync("ns/foo");
+        match scope {
+            LimitScope::PerOutput => {
+                // The timeout guards against a hang only: two requests, one in each bucket.
+                let outcome = tokio::time::timeout(Duration::from_secs(30), sync)
+                    .await
+                    .expect("no output waits for a token")
+                    .unwrap();
+                assert_eq!(outcome, super::sync::Outcome::Written("create"));
+                assert_eq!(server.store().count("endpoints"), 1);
+                assert_eq!(server.store().count("endpointslices"), 1);
+            }
+            LimitScope::Shared => {
+                // The token the slice create waits for comes after 1,000 s, so the sync is
+                // still waiting when it is cut short, however slow the machine.
+                let waited = tokio::time::timeout(Duration::from_millis(500), sync).await;
+                assert!(waited.is_err(), "one bucket: the slice create waits");
+                assert_eq!(server.store().count("endpoints"), 1);
+                assert_eq!(server.store().count("endpointslices"), 0);
+            }
+        }
+        server.shutdown().await;
+    }
 }

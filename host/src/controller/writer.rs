@@ -11,13 +11,15 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
+use crate::client::Clients;
 use crate::leader::{GatedError, NotLeader, WriteGate};
 
 /// Where decisions go.
 #[derive(Clone)]
 pub enum Writer {
-    /// Write through the API server, while `gate` allows it.
-    Api(Client, WriteGate),
+    /// Write through the API server, while `gate` allows it: each output through its own
+    /// client, Events through the shared one.
+    Api(Clients, WriteGate),
     /// Write nothing; print each decision as a JSON line on stdout.
     DryRun,
 }
@@ -70,11 +72,11 @@ impl Writer {
         ep: &core::Endpoints,
         create: bool,
     ) -> Result<Written, WriteError> {
-        let Writer::Api(client, gate) = self else {
+        let Writer::Api(clients, gate) = self else {
             print(key, if create { "create" } else { "update" }, Some(ep));
             return Ok(Written::Skipped);
         };
-        let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+        let api: Api<core::Endpoints> = Api::namespaced(clients.endpoints.clone(), namespace);
         let name = ep.metadata.name.clone().unwrap_or_default();
         let stored = gate
             .guard(async {
@@ -100,8 +102,9 @@ impl Writer {
                 print(key, "delete", None);
                 Ok(Written::Skipped)
             }
-            Writer::Api(client, gate) => {
-                let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+            Writer::Api(clients, gate) => {
+                let api: Api<core::Endpoints> =
+                    Api::namespaced(clients.endpoints.clone(), namespace);
                 match gate.guard(api.delete(name, &DeleteParams::default())).await {
                     Ok(_) => Ok(Written::Deleted),
                     Err(GatedError::Write(kube::Error::Api(status))) if status.is_not_found() => {
@@ -137,7 +140,7 @@ impl Writer {
         how: SliceWrite,
         slice: &EndpointSlice,
     ) -> Result<Option<EndpointSlice>, WriteError> {
-        let Writer::Api(client, gate) = self else {
+        let Writer::Api(clients, gate) = self else {
             let action = match how {
                 SliceWrite::Create => "create",
                 SliceWrite::Update => "update",
@@ -146,7 +149,7 @@ impl Writer {
             return Ok(None);
         };
         let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
-        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+        let api: Api<EndpointSlice> = Api::namespaced(clients.endpoint_slices.clone(), namespace);
         let name = slice.metadata.name.as_deref().unwrap_or_default();
         let stored = gate
             .guard(async {
@@ -168,7 +171,7 @@ impl Writer {
         name: &str,
         uid: &str,
     ) -> Result<bool, WriteError> {
-        let Writer::Api(client, gate) = self else {
+        let Writer::Api(clients, gate) = self else {
             print_slice(
                 key,
                 "delete",
@@ -176,7 +179,7 @@ impl Writer {
             );
             return Ok(false);
         };
-        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+        let api: Api<EndpointSlice> = Api::namespaced(clients.endpoint_slices.clone(), namespace);
         let params = DeleteParams {
             preconditions: (!uid.is_empty()).then(|| Preconditions {
                 uid: Some(uid.to_string()),
@@ -273,8 +276,8 @@ impl EventRecorder {
     pub fn new(writer: Writer, interval: Duration) -> Self {
         EventRecorder {
             recorder: match writer {
-                Writer::Api(client, gate) => Some((
-                    event_recorder(client, weir_policy::well_known::CONTROLLER_NAME),
+                Writer::Api(clients, gate) => Some((
+                    event_recorder(clients.shared, weir_policy::well_known::CONTROLLER_NAME),
                     gate,
                 )),
                 Writer::DryRun => None,
@@ -361,7 +364,7 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = Client::try_from(config).unwrap();
         let gate = WriteGate::leased(Duration::from_secs(10));
-        let writer = Writer::Api(client, gate.clone());
+        let writer = Writer::Api(Clients::single(client), gate.clone());
         let ep = core::Endpoints {
             metadata: kube::api::ObjectMeta {
                 name: Some("web".into()),

@@ -72,11 +72,18 @@ pub enum Refusal {
     /// The check could not run.
     #[error("cannot check the candidate: {0}")]
     Check(String),
+    /// The policy configuration offered with the candidate cannot be read (not JSON or YAML,
+    /// not UTF-8).
+    #[error("the policy configuration cannot be read: {0}")]
+    ConfigText(String),
+    /// The source holds no candidate (a ConfigMap without the guest's key).
+    #[error("no candidate: {0}")]
+    Missing(String),
 }
 
 impl Refusal {
     /// Every value [`reason`](Self::reason) returns.
-    pub const REASONS: [&'static str; 7] = [
+    pub const REASONS: [&'static str; 8] = [
         "digest",
         "compile",
         "world",
@@ -84,6 +91,7 @@ impl Refusal {
         "cases",
         "config",
         "check",
+        "missing",
     ];
 
     /// A short machine-readable reason, for metrics.
@@ -98,8 +106,9 @@ impl Refusal {
             Refusal::Load(crate::runtime::LoadError::Instantiate(_)) => "instantiate",
             Refusal::Load(crate::runtime::LoadError::Engine(_)) => "check",
             Refusal::Case { .. } => "cases",
-            Refusal::Config(_) => "config",
+            Refusal::Config(_) | Refusal::ConfigText(_) => "config",
             Refusal::Check(_) => "check",
+            Refusal::Missing(_) => "missing",
         }
     }
 }
@@ -262,6 +271,30 @@ impl Swapper {
         })
     }
 
+    /// Records a refused candidate from `source` (`candidate`: its digest, or what stands for
+    /// it when there is none): counted in `weir_guest_swap_refusals_total`, logged, and listed
+    /// in the history `/guest` serves. Every refusal goes through here, whether the swapper's
+    /// checks or the source's own reading refused it.
+    pub fn refused(&self, source: &str, candidate: String, refusal: &Refusal) {
+        self.handle
+            .metrics
+            .guest_swap_refusals
+            .get_or_create(&ReasonLabel {
+                reason: refusal.reason(),
+            })
+            .inc();
+        let active = self.handle.guest.current();
+        tracing::warn!(%source, digest = %candidate, active = active.digest(), reason = %refusal, "guest candidate refused; the active guest keeps serving");
+        self.remember(SwapRecord {
+            at: now(),
+            source: source.to_string(),
+            outcome: "refused",
+            from: active.digest().to_string(),
+            to: candidate,
+            reason: Some(refusal.to_string()),
+        });
+    }
+
     /// Offers `bytes` from `source` as the new guest, to run with the active policy
     /// configuration. Returns `Ok(false)` when it is already active, `Ok(true)` when swapped,
     /// or why it was refused.
@@ -289,22 +322,7 @@ impl Swapper {
         let guest = match result {
             Ok(guest) => guest,
             Err(refusal) => {
-                self.handle
-                    .metrics
-                    .guest_swap_refusals
-                    .get_or_create(&ReasonLabel {
-                        reason: refusal.reason(),
-                    })
-                    .inc();
-                tracing::warn!(%source, digest = %candidate_digest, active = active.guest.digest(), reason = %refusal, "guest candidate refused; the active guest keeps serving");
-                self.remember(SwapRecord {
-                    at: now(),
-                    source: source.to_string(),
-                    outcome: "refused",
-                    from: active.guest.digest().to_string(),
-                    to: candidate_digest,
-                    reason: Some(refusal.to_string()),
-                });
+                self.refused(source, candidate_digest, &refusal);
                 return Err(refusal);
             }
         };

@@ -216,7 +216,7 @@ pub fn watch_configmap(
             .applied_objects()
             .boxed();
         let source = format!("configmap:{namespace}/{name}/{key}");
-        let recorder = crate::controller::writer::event_recorder(client.clone(), "weir");
+        let mut events = RefusalEvents::new(client.clone());
         loop {
             let next = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -229,22 +229,25 @@ pub fn watch_configmap(
                 }
                 Some(Ok(cm)) => {
                     let Some(bytes) = configmap_bytes(&cm, &key) else {
-                        tracing::warn!(%source, "ConfigMap has no such key; keeping the active guest");
+                        let refusal = super::Refusal::Missing(format!(
+                            "ConfigMap {namespace}/{name} has no key {key:?}"
+                        ));
+                        swapper.refused(&source, "none".into(), &refusal);
+                        events.record(&cm, &refusal).await;
                         continue;
                     };
                     let config = match config_key.as_deref().map(|k| configmap_config(&cm, k)) {
                         None => None,
                         Some(Ok(config)) => Some(config),
                         Some(Err(e)) => {
-                            let reason =
-                                format!("policy configuration: {e}; keeping the active guest");
-                            tracing::warn!(%source, %reason, "ConfigMap refused");
-                            record_refusal(&recorder, &cm, &reason).await;
+                            let refusal = super::Refusal::ConfigText(e);
+                            swapper.refused(&source, digest(&bytes), &refusal);
+                            events.record(&cm, &refusal).await;
                             continue;
                         }
                     };
                     if let Err(refusal) = swapper.offer_pair(bytes, config, &source).await {
-                        record_refusal(&recorder, &cm, &refusal.to_string()).await;
+                        events.record(&cm, &refusal).await;
                     }
                 }
             }
@@ -252,28 +255,56 @@ pub fn watch_configmap(
     })
 }
 
-async fn record_refusal(
-    recorder: &kube::runtime::events::Recorder,
-    cm: &core::ConfigMap,
-    reason: &str,
-) {
-    let regarding = core::ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("ConfigMap".into()),
-        name: cm.metadata.name.clone(),
-        namespace: cm.metadata.namespace.clone(),
-        uid: cm.metadata.uid.clone(),
-        ..Default::default()
-    };
-    crate::controller::writer::publish(
-        recorder,
-        &regarding,
-        kube::runtime::events::EventType::Warning,
-        "GuestRefused",
-        "SwapGuest",
-        reason,
-    )
-    .await;
+/// `GuestRefused` Warning Events on the ConfigMap, one series per refusal: a refusal that
+/// repeats the last one's note counts up that Event's series, any other starts a new Event
+/// whose note is its own.
+///
+/// kube-rs's `Recorder` folds Events by reason and action and keeps the first note, so a
+/// refusal for another reason would read as the first one. It has no way to forget a series,
+/// so a new note gets a new recorder (whose cache of series starts empty).
+struct RefusalEvents {
+    client: Client,
+    recorder: kube::runtime::events::Recorder,
+    last_note: Option<String>,
+}
+
+impl RefusalEvents {
+    fn new(client: Client) -> Self {
+        RefusalEvents {
+            recorder: Self::recorder(&client),
+            client,
+            last_note: None,
+        }
+    }
+
+    fn recorder(client: &Client) -> kube::runtime::events::Recorder {
+        crate::controller::writer::event_recorder(client.clone(), "weir")
+    }
+
+    async fn record(&mut self, cm: &core::ConfigMap, refusal: &super::Refusal) {
+        let note = format!("{refusal}; keeping the active guest");
+        if self.last_note.as_ref() != Some(&note) {
+            self.recorder = Self::recorder(&self.client);
+            self.last_note = Some(note.clone());
+        }
+        let regarding = core::ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            name: cm.metadata.name.clone(),
+            namespace: cm.metadata.namespace.clone(),
+            uid: cm.metadata.uid.clone(),
+            ..Default::default()
+        };
+        crate::controller::writer::publish(
+            &self.recorder,
+            &regarding,
+            kube::runtime::events::EventType::Warning,
+            "GuestRefused",
+            "SwapGuest",
+            &note,
+        )
+        .await;
+    }
 }
 
 #[cfg(test)]

@@ -251,10 +251,11 @@ async fn shadow_guest_reports_differences_and_writes_nothing() {
     }
     run.idle().await;
     let shadow = |result| Metrics::count(&run.handle.metrics.shadow, result);
-    assert!(
-        shadow("different") >= 4,
-        "every create differs: the shadow marks all not ready"
-    );
+    // The shadow runs after the live syncs, on its own task.
+    wait_for("every create compared", || async {
+        shadow("different") >= 4
+    })
+    .await;
     assert_eq!(shadow("failed"), 0);
     assert_eq!(
         c.endpoints_writes(),
@@ -644,5 +645,201 @@ async fn a_configmap_pair_swaps_guest_and_config_together() {
     c.wait_ips("app", "s1", &[&ip(1)], &[]).await;
     assert_eq!(run.handle.guest.config(), "{}");
     stop.cancel();
+    run.stop().await;
+}
+
+/// Every refusal of a ConfigMap's content is counted under its reason, listed in `/guest`'s
+/// history and recorded as an Event whose note is its own, whatever refused it: a
+/// configuration that is not YAML (refused before any guest check), a component that does not
+/// compile, a ConfigMap without the guest's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_configmap_refusal_is_counted_listed_and_noted_in_its_own_event() {
+    let c = Cluster::start(services(1, json!({}))).await;
+    let cms: Api<core::ConfigMap> = Api::namespaced(c.client.clone(), "app");
+    let content = |guest: Option<&[u8]>, config: &str| {
+        let mut cm: core::ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": "policy", "namespace": "app"}, "data": {"config.yaml": config}}),
+        )
+        .unwrap();
+        cm.binary_data = guest.map(|g| [("guest.wasm".to_string(), ByteString(g.to_vec()))].into());
+        cm
+    };
+    cms.create(&PostParams::default(), &content(Some(DEFAULT_GUEST), "{}"))
+        .await
+        .unwrap();
+    let run = c.run_default().await;
+    let swapper = swapper(&run, SwapConfig::default());
+    let stop = CancellationToken::new();
+    let _watch = watch_configmap(
+        c.client.clone(),
+        "app".into(),
+        "policy".into(),
+        "guest.wasm".into(),
+        Some("config.yaml".into()),
+        swapper.clone(),
+        stop.clone(),
+    );
+    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    let replace = |cm: core::ConfigMap| {
+        let cms = cms.clone();
+        async move {
+            let mut current = cms.get("policy").await.unwrap();
+            current.data = cm.data;
+            current.binary_data = cm.binary_data;
+            cms.replace("policy", &PostParams::default(), &current)
+                .await
+                .unwrap();
+        }
+    };
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.client.clone(), "app");
+    let active = run.handle.guest.current().digest().to_string();
+    let steps: [(core::ConfigMap, &str, &str); 3] = [
+        (
+            content(Some(DEFAULT_GUEST), "{unclosed: [yaml"),
+            "config",
+            "the policy configuration cannot be read",
+        ),
+        (
+            content(Some(b"not wasm"), "{}"),
+            "compile",
+            "not a valid WebAssembly component",
+        ),
+        (content(None, "{}"), "missing", "has no key \"guest.wasm\""),
+    ];
+    for (n, (cm, reason, note)) in steps.into_iter().enumerate() {
+        replace(cm).await;
+        let s = swapper.clone();
+        wait_for(&format!("refusal {reason} counted"), || {
+            let s = s.clone();
+            async move { s.handle.metrics.swap_refusals_total() == n as u64 + 1 }
+        })
+        .await;
+        let counted = run
+            .handle
+            .metrics
+            .guest_swap_refusals
+            .get_or_create(&weir::metrics::ReasonLabel { reason })
+            .get();
+        assert_eq!(counted, 1, "{reason}");
+        let info = swapper.info();
+        let last = info["history"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["outcome"], "refused", "{info}");
+        assert!(last["reason"].as_str().unwrap().contains(note), "{info}");
+        assert_eq!(info["refusals"], json!(n + 1), "{info}");
+        let ev = events.clone();
+        wait_for(&format!("an Event noting the {reason} refusal"), || {
+            let ev = ev.clone();
+            async move {
+                ev.list(&Default::default()).await.is_ok_and(|l| {
+                    l.items.iter().any(|e| {
+                        e.reason.as_deref() == Some("GuestRefused")
+                            && e.note.as_deref().is_some_and(|text| text.contains(note))
+                    })
+                })
+            }
+        })
+        .await;
+        assert_eq!(run.handle.guest.current().digest(), active, "{reason}");
+    }
+    let text = run.handle.metrics.encode_text().unwrap();
+    for reason in ["config", "compile", "missing"] {
+        assert!(
+            text.contains(&format!(
+                "weir_guest_swap_refusals_total{{reason=\"{reason}\"}} 1"
+            )),
+            "{text}"
+        );
+    }
+    stop.cancel();
+    run.stop().await;
+}
+
+/// A shadow guest that sleeps through its deadline on every call costs the live syncs
+/// nothing: they write without waiting for it, each far below the shadow's deadline. After
+/// three timeouts in a row it is suspended, as its metric and `/guest` show, and later syncs
+/// do not call it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_shadow_does_not_delay_live_syncs_and_is_suspended() {
+    let c = Cluster::start(services(4, json!({"weir.test/stall": "true"}))).await;
+    let deadline = Duration::from_secs(3);
+    let shadow = Runtime::new(Limits {
+        deadline,
+        ..Limits::default()
+    })
+    .unwrap()
+    .load_async(test_guest_bytes("sleep"))
+    .await
+    .unwrap();
+    let run = c.run(
+        default_guest().await,
+        Config {
+            shadow: Some(shadow),
+            ..Config::default()
+        },
+    );
+    for i in 0..4 {
+        c.wait_ips("app", &format!("s{i}"), &[&ip(i)], &[]).await;
+    }
+    run.idle().await;
+    let metrics = &run.handle.metrics;
+    // Every live sync so far, all together, took less than one shadow call: none waited.
+    let text = metrics.encode_text().unwrap();
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    let (synced, took) = (
+        value("weir_sync_duration_seconds_count"),
+        value("weir_sync_duration_seconds_sum"),
+    );
+    assert!(synced >= 4.0, "{text}");
+    assert!(
+        took < deadline.as_secs_f64(),
+        "{synced} live syncs took {took}s together; the shadow's deadline is {deadline:?}"
+    );
+
+    let m = metrics.clone();
+    wait_for("the shadow suspended", || {
+        let m = m.clone();
+        async move { m.shadow_suspended.get() == 1 }
+    })
+    .await;
+    assert_eq!(metrics.shadow_suspensions.get(), 1);
+    assert_eq!(
+        Metrics::count(&metrics.shadow, "failed"),
+        3,
+        "three timeouts"
+    );
+    let text = metrics.encode_text().unwrap();
+    assert!(text.contains("weir_shadow_suspended 1"), "{text}");
+    let (addr, task) = weir::admin::Admin::new(run.handle.clone(), None)
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let body = http_get(addr, "/guest").await;
+    let json: serde_json::Value =
+        serde_json::from_str(body.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(json["shadow"]["suspended"], true, "{json}");
+    assert_eq!(json["shadow"]["suspensions"], 1, "{json}");
+    assert!(json["shadow"]["trialIn"].is_string(), "{json}");
+
+    // While suspended, a live sync still writes and counts its comparison as suspended.
+    let suspended = Metrics::count(&metrics.shadow, "suspended");
+    c.apply(pod("app", "p0", json!({"app": "a0"}), &ip(0), false))
+        .await;
+    c.wait_ips("app", "s0", &[], &[&ip(0)]).await;
+    let m = metrics.clone();
+    wait_for("the sync's comparison counted as suspended", || {
+        let m = m.clone();
+        async move { Metrics::count(&m.shadow, "suspended") > suspended }
+    })
+    .await;
+    assert_eq!(
+        Metrics::count(&metrics.shadow, "failed"),
+        3,
+        "not called again"
+    );
+    task.abort();
     run.stop().await;
 }
