@@ -250,7 +250,7 @@ impl Controller {
         let writer = if config.dry_run {
             Writer::DryRun
         } else {
-            Writer::Api(clients.clone(), config.gate.clone())
+            Writer::Api(Box::new(clients.clone()), config.gate.clone())
         };
         let health = Arc::new(CallHealth::default());
         let consistency = Arc::new(ResetGate::default());

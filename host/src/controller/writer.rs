@@ -18,8 +18,8 @@ use crate::leader::{GatedError, NotLeader, WriteGate};
 #[derive(Clone)]
 pub enum Writer {
     /// Write through the API server, while `gate` allows it: each output through its own
-    /// client, Events through the shared one.
-    Api(Clients, WriteGate),
+    /// client, Events through the shared one. Boxed: three clients outweigh the other variant.
+    Api(Box<Clients>, WriteGate),
     /// Write nothing; print each decision as a JSON line on stdout.
     DryRun,
 }
@@ -364,7 +364,7 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = Client::try_from(config).unwrap();
         let gate = WriteGate::leased(Duration::from_secs(10));
-        let writer = Writer::Api(Clients::single(client), gate.clone());
+        let writer = Writer::Api(Box::new(Clients::single(client)), gate.clone());
         let ep = core::Endpoints {
             metadata: kube::api::ObjectMeta {
                 name: Some("web".into()),
