@@ -121,9 +121,23 @@ impl Cluster {
 
     /// Waits until `namespace/name` has exactly these ready and not-ready IPs.
     pub async fn wait_ips(&self, namespace: &str, name: &str, ready: &[&str], not_ready: &[&str]) {
+        self.wait_ips_within(DEADLINE, namespace, name, ready, not_ready)
+            .await
+    }
+
+    /// [`Cluster::wait_ips`] with a window of `limit`, for a step that waits on slow work (a
+    /// guest compilation) and may take longer than [`DEADLINE`] on a loaded machine.
+    pub async fn wait_ips_within(
+        &self,
+        limit: Duration,
+        namespace: &str,
+        name: &str,
+        ready: &[&str],
+        not_ready: &[&str],
+    ) {
         let want = (sorted(ready), sorted(not_ready));
         let mut last;
-        let deadline = tokio::time::Instant::now() + DEADLINE;
+        let deadline = tokio::time::Instant::now() + limit;
         loop {
             let got = self.endpoints(namespace, name).map(|e| ips(&e));
             if got.as_ref() == Some(&want) {
@@ -230,12 +244,21 @@ pub fn ips(ep: &core::Endpoints) -> (Vec<String>, Vec<String>) {
 }
 
 /// Polls `condition` every 20 ms until it holds, failing after [`DEADLINE`].
-pub async fn wait_for<F, Fut>(what: &str, mut condition: F)
+pub async fn wait_for<F, Fut>(what: &str, condition: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
+    wait_for_within(DEADLINE, what, condition).await
+}
+
+/// [`wait_for`] with a window of `limit`.
+pub async fn wait_for_within<F, Fut>(limit: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
     while !condition().await {
         assert!(
             tokio::time::Instant::now() < deadline,

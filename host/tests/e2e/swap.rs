@@ -600,8 +600,29 @@ async fn a_configmap_pair_swaps_guest_and_config_together() {
     cms.create(&PostParams::default(), &pair(DEFAULT_GUEST.to_vec(), ""))
         .await
         .unwrap();
-    let run = c.run_default().await;
-    let swapper = swapper(&run, SwapConfig::default());
+    // Every step below waits for a guest compilation, a few seconds on an idle machine and
+    // tens of seconds on a loaded one, so each gets a wider window than DEADLINE. Under load a
+    // call can also overrun the default 100 ms deadline, and enough such faults would make the
+    // swapper roll back (correctly, but not what this test is about): the guests get a deadline
+    // no machine overruns, and rollback is off.
+    let limits = Limits {
+        deadline: Duration::from_secs(30),
+        ..Limits::default()
+    };
+    let runtime = Runtime::new(limits).unwrap();
+    let run = c.run(
+        runtime.load_async(DEFAULT_GUEST.to_vec()).await.unwrap(),
+        Config::default(),
+    );
+    let swapper = Swapper::new(
+        runtime,
+        run.handle.clone(),
+        SwapConfig {
+            rollback_window: Duration::ZERO,
+            ..SwapConfig::default()
+        },
+    );
+    const STEP: Duration = Duration::from_secs(120);
     let stop = CancellationToken::new();
     let _watch = watch_configmap(
         c.client.clone(),
@@ -612,7 +633,7 @@ async fn a_configmap_pair_swaps_guest_and_config_together() {
         swapper.clone(),
         stop.clone(),
     );
-    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
+    c.wait_ips_within(STEP, "app", "s0", &[&ip(0)], &[]).await;
     let replace = |cm: core::ConfigMap| {
         let cms = cms.clone();
         async move {
@@ -627,12 +648,12 @@ async fn a_configmap_pair_swaps_guest_and_config_together() {
     // A new guest with a configuration only it accepts: both go live.
     let all_not_ready = test_guest_bytes("all-not-ready");
     replace(pair(all_not_ready.clone(), "tolerated: true\n")).await;
-    c.wait_ips("app", "s0", &[], &[&ip(0)]).await;
+    c.wait_ips_within(STEP, "app", "s0", &[], &[&ip(0)]).await;
     assert_eq!(run.handle.guest.config(), r#"{"tolerated":true}"#);
     // The default guest with that same configuration does not work: refused whole.
     replace(pair(DEFAULT_GUEST.to_vec(), "tolerated: true\n")).await;
     let s = swapper.clone();
-    wait_for("the mismatched pair is refused", || {
+    wait_for_within(STEP, "the mismatched pair is refused", || {
         let s = s.clone();
         async move { s.handle.metrics.swap_refusals_total() == 1 }
     })
@@ -641,8 +662,8 @@ async fn a_configmap_pair_swaps_guest_and_config_together() {
     assert_eq!(run.handle.guest.config(), r#"{"tolerated":true}"#);
     // The default guest with a configuration it takes: swapped back, together.
     replace(pair(DEFAULT_GUEST.to_vec(), "{}")).await;
-    c.wait_ips("app", "s0", &[&ip(0)], &[]).await;
-    c.wait_ips("app", "s1", &[&ip(1)], &[]).await;
+    c.wait_ips_within(STEP, "app", "s0", &[&ip(0)], &[]).await;
+    c.wait_ips_within(STEP, "app", "s1", &[&ip(1)], &[]).await;
     assert_eq!(run.handle.guest.config(), "{}");
     stop.cancel();
     run.stop().await;
