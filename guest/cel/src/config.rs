@@ -1,0 +1,223 @@
+//! The configuration, modelled on a ValidatingAdmissionPolicy: `params`, `variables` and one
+//! optional expression per rule, compiled once per call.
+
+use std::sync::Arc;
+
+use cel::{Env, Program};
+use serde::Deserialize;
+
+/// A rule of the configuration: what it decides about one pod's endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Whether the pod is an endpoint at all (after upstream's own selection).
+    Include,
+    /// `ready`: in `addresses` rather than `notReadyAddresses`; `conditions.ready` in a slice.
+    Ready,
+    /// `conditions.serving` in a slice.
+    Serving,
+    /// `conditions.terminating` in a slice.
+    Terminating,
+}
+
+impl Rule {
+    /// Every rule, in the order they are evaluated.
+    pub const ALL: [Rule; 4] = [Rule::Include, Rule::Ready, Rule::Serving, Rule::Terminating];
+
+    /// The rule's field name in the configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Include => "include",
+            Rule::Ready => "ready",
+            Rule::Serving => "serving",
+            Rule::Terminating => "terminating",
+        }
+    }
+}
+
+/// The configuration as written (JSON, converted from YAML by the host).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Written {
+    #[serde(default)]
+    params: serde_json::Value,
+    #[serde(default)]
+    variables: Vec<WrittenVariable>,
+    include: Option<String>,
+    ready: Option<String>,
+    serving: Option<String>,
+    terminating: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WrittenVariable {
+    name: String,
+    expression: String,
+}
+
+/// A named expression, evaluated per pod before the rules and visible as `variables.NAME`.
+#[derive(Debug)]
+pub struct Variable {
+    /// Its name.
+    pub name: String,
+    /// Its compiled expression.
+    pub program: Program,
+}
+
+/// A compiled configuration.
+pub struct Config {
+    /// The CEL environment the expressions were compiled for and run in.
+    pub env: Arc<Env>,
+    /// `params`, as given (`null` when absent).
+    pub params: serde_json::Value,
+    /// `variables`, in order.
+    pub variables: Vec<Variable>,
+    /// The rules' programs, indexed like [`Rule::ALL`]; `None` keeps upstream's value.
+    pub rules: [Option<Program>; 4],
+}
+
+impl std::fmt::Debug for Config {
+    // `Env` has no `Debug`; its contents are fixed ([`environment`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("params", &self.params)
+            .field("variables", &self.variables)
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// The rule's program, if the configuration gives one.
+    pub fn rule(&self, rule: Rule) -> Option<&Program> {
+        self.rules[rule as usize].as_ref()
+    }
+
+    /// Whether any rule is given: without one, the policy is upstream's and evaluates nothing.
+    pub fn has_rules(&self) -> bool {
+        self.rules.iter().any(Option::is_some)
+    }
+}
+
+/// The environment expressions run in: CEL's standard library (with `matches()`), and the
+/// strings extension (`replace`, `split`, `lowerAscii`, ...) that Kubernetes CEL also has.
+pub fn environment() -> Env {
+    let mut env = Env::stdlib();
+    // Registering a built-in extension on a fresh environment cannot collide.
+    let _ = env.add_extension(cel::extensions::strings);
+    env
+}
+
+/// Parses and compiles a configuration. An empty one has no rules (upstream's behaviour).
+/// Errors name the field (`rule \`ready\``, `variables[0] (draining)`) and, for an expression
+/// that does not compile, the line and column in it.
+pub fn compile(config: &str) -> Result<Config, String> {
+    let written: Written = weir_policy::parse_config(config).map_err(|e| e.to_string())?;
+    let env = environment();
+    let mut variables: Vec<Variable> = Vec::with_capacity(written.variables.len());
+    for (i, variable) in written.variables.into_iter().enumerate() {
+        let field = format!("variables[{i}] ({})", variable.name);
+        if !is_identifier(&variable.name) {
+            return Err(format!(
+                "{field}: the name must be a CEL identifier (a letter or `_`, then letters, digits or `_`)"
+            ));
+        }
+        if variables.iter().any(|v| v.name == variable.name) {
+            return Err(format!(
+                "{field}: the name is already taken by an earlier variable"
+            ));
+        }
+        let program = compile_one(&env, &field, &variable.expression)?;
+        variables.push(Variable {
+            name: variable.name,
+            program,
+        });
+    }
+    let sources = [
+        written.include,
+        written.ready,
+        written.serving,
+        written.terminating,
+    ];
+    let mut rules: [Option<Program>; 4] = Default::default();
+    for ((rule, source), slot) in Rule::ALL.into_iter().zip(sources).zip(&mut rules) {
+        if let Some(source) = source {
+            *slot = Some(compile_one(
+                &env,
+                &format!("rule `{}`", rule.name()),
+                &source,
+            )?);
+        }
+    }
+    Ok(Config {
+        env: Arc::new(env),
+        params: written.params,
+        variables,
+        rules,
+    })
+}
+
+fn compile_one(env: &Env, field: &str, source: &str) -> Result<Program, String> {
+    if source.trim().is_empty() {
+        return Err(format!("{field}: the expression is empty"));
+    }
+    env.compile(source).map_err(|errors| {
+        // cel prints each error as `ERROR: <input>:LINE:COLUMN: message`, then the line and a
+        // caret under the column.
+        format!("{field} does not compile: {errors}")
+    })
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_config_has_no_rules() {
+        let config = compile("").unwrap();
+        assert!(!config.has_rules());
+        assert!(config.variables.is_empty());
+        assert!(config.params.is_null());
+    }
+
+    #[test]
+    fn syntax_error_names_rule_and_position() {
+        let err = compile(r#"{"ready": "endpoint.ready &&"}"#).unwrap_err();
+        assert!(err.starts_with("rule `ready` does not compile"), "{err}");
+        assert!(err.contains("<input>:1:"), "{err}");
+        let err = compile(r#"{"variables": [{"name": "a", "expression": "1 +"}]}"#).unwrap_err();
+        assert!(
+            err.starts_with("variables[0] (a) does not compile"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_variable_names_and_unknown_fields_are_refused() {
+        let err = compile(r#"{"variables": [{"name": "a-b", "expression": "1"}]}"#).unwrap_err();
+        assert!(err.contains("CEL identifier"), "{err}");
+        let err = compile(
+            r#"{"variables": [{"name": "a", "expression": "1"}, {"name": "a", "expression": "2"}]}"#,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("variables[1] (a)") && err.contains("already taken"),
+            "{err}"
+        );
+        let err = compile(r#"{"redy": "true"}"#).unwrap_err();
+        assert!(err.contains("unknown field `redy`"), "{err}");
+        let err = compile(r#"{"include": " "}"#).unwrap_err();
+        assert!(
+            err.contains("rule `include`: the expression is empty"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,338 @@
+//! Upstream's steps with the CEL rules in the `address` hook: for each pod upstream keeps, the
+//! variables, then `include`, `ready`, `serving` and `terminating` are evaluated.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use cel::common::types::{CelBool, CelMap, CelMapKey, CelNull};
+use cel::{ExecutionError, Program};
+use weir_policy::types::{Decision, Pod, Request};
+use weir_policy::{Context, PodAddress, Policy};
+
+use crate::config::{Config, Rule};
+use crate::object::{self, Endpoint, Value};
+
+/// Why an expression gave no usable result for one pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The interpreter stopped: a missing map key, no such function for these types, an
+    /// unknown name, ...
+    Evaluation(ExecutionError),
+    /// A rule's result is not a bool; the type's name.
+    NotBool(String),
+}
+
+/// What went wrong where: the field (`rule \`ready\``, `variables[0] (draining)`) and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldFailure {
+    /// The configuration field.
+    pub field: String,
+    /// The failure.
+    pub failure: Failure,
+}
+
+impl std::fmt::Display for FieldFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.failure {
+            Failure::Evaluation(e) => write!(f, "{}: {e}", self.field),
+            Failure::NotBool(t) => write!(f, "{} returns {t}, not bool", self.field),
+        }
+    }
+}
+
+/// A rule's outcome for one pod: whether it stays an endpoint, and its conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// `include`.
+    pub include: bool,
+    /// `ready`, `serving`, `terminating`.
+    pub endpoint: Endpoint,
+}
+
+/// A compiled configuration bound to one request: the objects every pod shares (`service`,
+/// `params`) are built once.
+pub struct Rules<'a> {
+    config: &'a Config,
+    shared: cel::Context<'a, 'a>,
+    /// The first failure of the call. The hooks cannot return an error, so it is kept here and
+    /// fails the whole reconcile afterwards ([`reconcile`]).
+    failure: RefCell<Option<String>>,
+}
+
+impl<'a> Rules<'a> {
+    /// Binds `config` to a request about `service` (`None`: `service` is `null`).
+    pub fn new(config: &'a Config, service: Option<&'a weir_policy::types::Service>) -> Self {
+        let mut shared = cel::Context::with_env(config.env.clone());
+        shared.add_variable_as_val("params", object::params(&config.params));
+        shared.add_variable_as_val(
+            "service",
+            service.map_or_else(|| Box::new(CelNull) as Value<'a>, object::service),
+        );
+        Rules {
+            config,
+            shared,
+            failure: RefCell::new(None),
+        }
+    }
+
+    /// The scope one pod's rules run in: `pod`, `node`, `endpoint` (upstream's decision) and
+    /// `variables`, each variable evaluated in order with the earlier ones visible.
+    fn scope<'s>(
+        &'s self,
+        pod: &'s Pod,
+        upstream: Endpoint,
+    ) -> Result<cel::Context<'s, 's>, FieldFailure> {
+        let mut scope = self.shared.new_inner_scope();
+        scope.add_variable_as_val("pod", object::pod(pod));
+        scope.add_variable_as_val("node", object::node(pod));
+        scope.add_variable_as_val("endpoint", object::endpoint(upstream));
+        let mut values: Vec<(&str, Value<'s>)> = Vec::with_capacity(self.config.variables.len());
+        for (i, variable) in self.config.variables.iter().enumerate() {
+            // Rebinding replaces the previous map: the scope holds one `variables`.
+            scope.add_variable_as_val("variables", variables(&values));
+            let value = cel::Value::resolve_val(variable.program.expression(), &scope)
+                .map(|v| v.clone_as_boxed())
+                .map_err(|e| FieldFailure {
+                    field: format!("variables[{i}] ({})", variable.name),
+                    failure: Failure::Evaluation(e),
+                })?;
+            values.push((&variable.name, value));
+        }
+        scope.add_variable_as_val("variables", variables(&values));
+        Ok(scope)
+    }
+
+    /// Evaluates the variables, then the rules, for `pod` whose upstream decision is
+    /// `upstream`. `include` false skips the other rules. Each rule sees upstream's decision
+    /// as `endpoint`, not the other rules' results.
+    pub fn evaluate(&self, pod: &Pod, upstream: Endpoint) -> Result<Outcome, FieldFailure> {
+        let scope = self.scope(pod, upstream)?;
+        let rule = |rule: Rule, upstream: bool| match self.config.rule(rule) {
+            Some(program) => boolean(rule, program, &scope),
+            None => Ok(upstream),
+        };
+        let include = rule(Rule::Include, true)?;
+        if !include {
+            return Ok(Outcome {
+                include,
+                endpoint: upstream,
+            });
+        }
+        Ok(Outcome {
+            include,
+            endpoint: Endpoint {
+                ready: rule(Rule::Ready, upstream.ready)?,
+                serving: rule(Rule::Serving, upstream.serving)?,
+                terminating: rule(Rule::Terminating, upstream.terminating)?,
+            },
+        })
+    }
+
+    /// Evaluates the variables and `rule` alone for `pod`; `Ok` when it gives a bool (or the
+    /// configuration has no such rule).
+    pub fn evaluate_one(
+        &self,
+        pod: &Pod,
+        upstream: Endpoint,
+        rule: Rule,
+    ) -> Result<(), FieldFailure> {
+        let scope = self.scope(pod, upstream)?;
+        match self.config.rule(rule) {
+            Some(program) => boolean(rule, program, &scope).map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `variables`: the values evaluated so far, by name.
+fn variables<'v>(values: &[(&str, Value<'v>)]) -> Value<'v> {
+    let map: HashMap<CelMapKey<'v>, Value<'v>> = values
+        .iter()
+        .map(|(name, value)| (CelMapKey::from(name.to_string()), value.clone_as_boxed()))
+        .collect();
+    Box::new(CelMap::from(map))
+}
+
+fn boolean(
+    rule: Rule,
+    program: &Program,
+    scope: &cel::Context<'_, '_>,
+) -> Result<bool, FieldFailure> {
+    let field = || format!("rule `{}`", rule.name());
+    let value = cel::Value::resolve_val(program.expression(), scope).map_err(|e| FieldFailure {
+        field: field(),
+        failure: Failure::Evaluation(e),
+    })?;
+    match value.downcast_ref::<CelBool>() {
+        Some(b) => Ok(*b.inner()),
+        None => Err(FieldFailure {
+            field: field(),
+            failure: Failure::NotBool(value.get_type().name().to_owned()),
+        }),
+    }
+}
+
+impl Policy for Rules<'_> {
+    fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
+        let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
+        if !self.config.has_rules() || self.failure.borrow().is_some() {
+            return Some(address);
+        }
+        let upstream = Endpoint {
+            ready: address.ready,
+            serving: address.serving,
+            terminating: address.terminating,
+        };
+        match self.evaluate(pod, upstream) {
+            Ok(outcome) if !outcome.include => None,
+            Ok(Outcome { endpoint, .. }) => {
+                address.ready = endpoint.ready;
+                address.serving = endpoint.serving;
+                address.terminating = endpoint.terminating;
+                Some(address)
+            }
+            Err(failure) => {
+                *self.failure.borrow_mut() =
+                    Some(format!("{failure} (pod {}/{})", pod.namespace, pod.name));
+                Some(address)
+            }
+        }
+    }
+}
+
+/// Reconciles `request` with `config`'s rules. A rule that fails for any pod fails the whole
+/// call, naming the rule and the pod: the host writes nothing and retries the key, as for any
+/// guest error, so a half-evaluated policy never publishes.
+pub fn reconcile(config: &Config, request: &Request) -> Result<Decision, String> {
+    let rules = Rules::new(config, request.service.as_ref());
+    let decision = weir_policy::reconcile(&rules, request)?;
+    match rules.failure.into_inner() {
+        Some(failure) => Err(failure),
+        None => Ok(decision),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::compile;
+    use weir_policy::testing::{kv, pod, published, request, service};
+
+    fn run(config: &str, pods: Vec<Pod>) -> Result<Decision, String> {
+        let config = compile(config).unwrap();
+        reconcile(&config, &request(service(), pods))
+    }
+
+    const DRAIN: &str = r#"{
+        "params": {"annotation": "weir.dev/drain"},
+        "variables": [{"name": "draining", "expression":
+            "params.annotation in pod.metadata.annotations && pod.metadata.annotations[params.annotation] == 'true'"}],
+        "ready": "endpoint.ready && !variables.draining"
+    }"#;
+
+    #[test]
+    fn drain_rule_moves_annotated_pod_to_not_ready() {
+        let mut draining = pod("b", "10.0.0.2", true);
+        draining.annotations.push(kv("weir.dev/drain", "true"));
+        let decision = run(DRAIN, vec![pod("a", "10.0.0.1", true), draining]).unwrap();
+        let out = published(&decision);
+        assert_eq!(out.ready, ["a"]);
+        assert_eq!(out.not_ready, ["b"]);
+        // The slice says the same: b is not ready, but still serving.
+        let created = &decision.slices.create;
+        assert_eq!(created.len(), 1);
+        let conditions: Vec<_> = created[0]
+            .endpoints
+            .iter()
+            .map(|e| (e.conditions.ready, e.conditions.serving))
+            .collect();
+        assert!(
+            conditions.contains(&(Some(false), Some(true))),
+            "{conditions:?}"
+        );
+        assert!(
+            conditions.contains(&(Some(true), Some(true))),
+            "{conditions:?}"
+        );
+    }
+
+    #[test]
+    fn no_rules_is_upstream() {
+        let pods = vec![pod("a", "10.0.0.1", true), pod("b", "10.0.0.2", false)];
+        let cel = run("", pods.clone()).unwrap();
+        let upstream =
+            weir_policy::reconcile(&weir_policy::DefaultPolicy {}, &request(service(), pods))
+                .unwrap();
+        assert_eq!(cel, upstream);
+    }
+
+    #[test]
+    fn include_leaves_pods_out_and_node_is_visible() {
+        let mut elsewhere = pod("b", "10.0.0.2", true);
+        elsewhere.node_name = "node-2".into();
+        elsewhere.zone = Some("zone-b".into());
+        let mut unknown = pod("c", "10.0.0.3", true);
+        unknown.node_exists = false;
+        let config = r#"{"include": "node != null && node.metadata.name == 'node-1'"}"#;
+        let out =
+            published(&run(config, vec![pod("a", "10.0.0.1", true), elsewhere, unknown]).unwrap());
+        assert_eq!(out.ready, ["a"]);
+        assert!(out.not_ready.is_empty());
+        let config = r#"{"include": "has(node.metadata.labels) && node.metadata.labels['topology.kubernetes.io/zone'] == 'zone-b'"}"#;
+        let mut zoned = pod("b", "10.0.0.2", true);
+        zoned.zone = Some("zone-b".into());
+        let out = published(&run(config, vec![zoned]).unwrap());
+        assert_eq!(out.ready, ["b"]);
+    }
+
+    #[test]
+    fn service_fields_use_kubernetes_names() {
+        let mut svc = service();
+        svc.annotations.push(kv("weir.dev/accept-canary", "true"));
+        let config = r#"{"include": "service.spec.ports[0].targetPort == 8080 && service.spec.type == 'ClusterIP' && service.metadata.annotations['weir.dev/accept-canary'] == 'true' && !has(service.spec.trafficDistribution)"}"#;
+        let compiled = compile(config).unwrap();
+        let decision =
+            reconcile(&compiled, &request(svc, vec![pod("a", "10.0.0.1", true)])).unwrap();
+        assert_eq!(published(&decision).ready, ["a"]);
+    }
+
+    #[test]
+    fn evaluation_error_fails_the_call_naming_rule_and_pod() {
+        let config = r#"{"ready": "pod.metadata.annotations['missing'] == 'x'"}"#;
+        let err = run(config, vec![pod("a", "10.0.0.1", true)]).unwrap_err();
+        assert!(
+            err.contains("rule `ready`") && err.contains("pod ns/a"),
+            "{err}"
+        );
+        let config = r#"{"ready": "'nope'"}"#;
+        let err = run(config, vec![pod("a", "10.0.0.1", true)]).unwrap_err();
+        assert!(
+            err.contains("rule `ready` returns string, not bool"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn variables_see_earlier_variables() {
+        let config = r#"{
+            "params": {"limit": 2},
+            "variables": [
+                {"name": "n", "expression": "size(pod.metadata.name)"},
+                {"name": "short", "expression": "variables.n < params.limit"}
+            ],
+            "serving": "variables.short"
+        }"#;
+        let decision = run(
+            config,
+            vec![pod("a", "10.0.0.1", true), pod("bb", "10.0.0.2", true)],
+        )
+        .unwrap();
+        let mut serving: Vec<_> = decision.slices.create[0]
+            .endpoints
+            .iter()
+            .map(|e| e.conditions.serving)
+            .collect();
+        serving.sort();
+        assert_eq!(serving, [Some(false), Some(true)]);
+    }
+}
