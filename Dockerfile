@@ -13,7 +13,7 @@ RUN apk add --no-cache musl-dev \
  && rustup target add wasm32-wasip2
 WORKDIR /src
 COPY . .
-# build.rs compiles the embedded default guest for wasm32-wasip2 along the way.
+# build.rs compiles the built-in guests (default and CEL) for wasm32-wasip2 along the way.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p weir \

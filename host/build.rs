@@ -1,19 +1,51 @@
-//! Builds the default guest (`guest/default`) for `wasm32-wasip2` and hands its path to the
-//! crate, so a plain `cargo build` or `cargo install --path host` yields a `weir` that works
-//! with no `--guest`.
+//! Builds the built-in guests for `wasm32-wasip2` and hands their paths to the crate, so a
+//! plain `cargo build` or `cargo install --path host` yields a `weir` that works with no
+//! `--guest`, and knows `--guest builtin:cel`:
 //!
-//! `WEIR_DEFAULT_GUEST_WASM=/path/to.wasm` skips the nested build and embeds that file instead
-//! (for packagers that build the guest separately).
+//! - the default guest (`guest/default`, upstream's behaviour), `WEIR_DEFAULT_GUEST_WASM`;
+//! - the CEL guest (`guest/cel`, endpoint rules in CEL), `WEIR_CEL_GUEST_WASM`.
+//!
+//! Both are built by one nested cargo invocation. Setting a variable to a built `.wasm` skips
+//! that guest's build and embeds the file instead (for packagers that build the guests
+//! separately); with both set, nothing is built.
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
+/// A built-in guest: its package, and the variable that names its component.
+struct Builtin {
+    package: &'static str,
+    dir: &'static str,
+    variable: &'static str,
+}
+
+const BUILTINS: [Builtin; 2] = [
+    Builtin {
+        package: "weir-default-guest",
+        dir: "guest/default",
+        variable: "WEIR_DEFAULT_GUEST_WASM",
+    },
+    Builtin {
+        package: "weir-cel-guest",
+        dir: "guest/cel",
+        variable: "WEIR_CEL_GUEST_WASM",
+    },
+];
+
 fn main() {
-    println!("cargo:rerun-if-env-changed=WEIR_DEFAULT_GUEST_WASM");
-    if let Ok(path) = env::var("WEIR_DEFAULT_GUEST_WASM") {
-        println!("cargo:rerun-if-changed={path}");
-        println!("cargo:rustc-env=WEIR_DEFAULT_GUEST_WASM={path}");
+    let mut to_build = Vec::new();
+    for builtin in &BUILTINS {
+        println!("cargo:rerun-if-env-changed={}", builtin.variable);
+        match env::var(builtin.variable) {
+            Ok(path) => {
+                println!("cargo:rerun-if-changed={path}");
+                println!("cargo:rustc-env={}={path}", builtin.variable);
+            }
+            Err(_) => to_build.push(builtin),
+        }
+    }
+    if to_build.is_empty() {
         return;
     }
     let manifest_dir =
@@ -22,16 +54,20 @@ fn main() {
         .parent()
         .expect("host/ lives in the workspace root")
         .to_path_buf();
-    for watched in [
+    let mut watched = vec![
         "wit",
         "guest/sdk/src",
         "guest/sdk/Cargo.toml",
-        "guest/default/src",
-        "guest/default/Cargo.toml",
+        // The guests' dependency versions.
+        "Cargo.lock",
         // The guest build settings (initial linear memory).
         ".cargo/config.toml",
-    ] {
-        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    ];
+    for builtin in &to_build {
+        watched.push(builtin.dir);
+    }
+    for path in watched {
+        println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // A target directory of its own: the outer cargo holds the lock on the workspace's.
@@ -40,16 +76,12 @@ fn main() {
     let mut command = Command::new(cargo);
     command
         .current_dir(&root)
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "-p",
-            "weir-default-guest",
-        ])
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
         .arg("--target-dir")
         .arg(&target_dir);
+    for builtin in &to_build {
+        command.args(["-p", builtin.package]);
+    }
     // Flags meant for the host build (coverage, sanitizers, a host target) must not leak in.
     for var in [
         "RUSTFLAGS",
@@ -62,18 +94,22 @@ fn main() {
     }
     let status = command
         .status()
-        .expect("running cargo to build the default guest");
+        .expect("running cargo to build the built-in guests");
     if !status.success() {
         panic!(
-            "building the default guest failed. It needs the wasm32-wasip2 target: \
-             run `rustup target add wasm32-wasip2` (or set WEIR_DEFAULT_GUEST_WASM to a built component)"
+            "building the built-in guests failed. They need the wasm32-wasip2 target: \
+             run `rustup target add wasm32-wasip2` (or set WEIR_DEFAULT_GUEST_WASM and \
+             WEIR_CEL_GUEST_WASM to built components)"
         );
     }
-    let wasm = target_dir.join("wasm32-wasip2/release/weir_default_guest.wasm");
-    assert!(
-        Path::new(&wasm).exists(),
-        "the guest build did not produce {}",
-        wasm.display()
-    );
-    println!("cargo:rustc-env=WEIR_DEFAULT_GUEST_WASM={}", wasm.display());
+    for builtin in &to_build {
+        let file = format!("{}.wasm", builtin.package.replace('-', "_"));
+        let wasm = target_dir.join("wasm32-wasip2/release").join(file);
+        assert!(
+            wasm.exists(),
+            "the guest build did not produce {}",
+            wasm.display()
+        );
+        println!("cargo:rustc-env={}={}", builtin.variable, wasm.display());
+    }
 }

@@ -1,11 +1,11 @@
-//! `weir guest export|info`: get the embedded default guest out, and look inside a component.
+//! `weir guest export|info`: get a built-in guest out, and look inside a component.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use weir::runtime::{DEFAULT_GUEST, Limits, LoadError, Runtime, WIT_PACKAGES, digest};
+use weir::runtime::{Builtin, Limits, LoadError, Runtime, WIT_PACKAGES, digest};
 
 /// Work with guest components.
 #[derive(clap::Args, Debug)]
@@ -16,11 +16,17 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 enum Command {
-    /// Write the embedded default guest (the upstream-compatible policy) as a `.wasm` file.
+    /// Write a built-in guest as a `.wasm` file: by default the upstream-compatible policy.
     ///
     /// Use it as the starting point to compare a custom policy against, or to deploy the
-    /// exact component this weir runs by default.
+    /// exact component this weir runs by default (or, with `--builtin cel`, the CEL policy,
+    /// for example into the ConfigMap of `weir run --guest configmap:...`).
     Export {
+        /// Which built-in guest: `default` (upstream's behaviour) or `cel` (endpoint rules in
+        /// CEL); `builtin:NAME` is accepted too.
+        #[arg(long, value_name = "NAME", default_value = "default", value_parser = parse_builtin)]
+        builtin: Builtin,
+
         /// Where to write it; `-` writes to standard output.
         path: PathBuf,
     },
@@ -40,7 +46,7 @@ enum Command {
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
     let result = match args.command {
-        Command::Export { path } => export(&path).map(|()| ExitCode::SUCCESS),
+        Command::Export { builtin, path } => export(builtin, &path).map(|()| ExitCode::SUCCESS),
         Command::Info { path } => info(&path),
     };
     result.unwrap_or_else(|e| {
@@ -55,21 +61,27 @@ pub fn run(args: Args) -> ExitCode {
     })
 }
 
-fn export(path: &Path) -> anyhow::Result<()> {
+/// `--builtin`: a built-in guest's name, with or without `builtin:`.
+fn parse_builtin(value: &str) -> Result<Builtin, String> {
+    Builtin::from_name(value.strip_prefix(Builtin::PREFIX).unwrap_or(value))
+}
+
+fn export(builtin: Builtin, path: &Path) -> anyhow::Result<()> {
+    let bytes = builtin.bytes();
     if path == Path::new("-") {
         let mut stdout = std::io::stdout().lock();
         stdout
-            .write_all(DEFAULT_GUEST)
+            .write_all(bytes)
             .and_then(|()| stdout.flush())
-            .context("writing the default guest to standard output")?;
+            .with_context(|| format!("writing {builtin} to standard output"))?;
     } else {
-        std::fs::write(path, DEFAULT_GUEST)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
         tracing::info!(
             path = %path.display(),
-            size = DEFAULT_GUEST.len(),
-            sha256 = %digest(DEFAULT_GUEST),
-            "default guest written"
+            size = bytes.len(),
+            sha256 = %digest(bytes),
+            guest = %builtin,
+            "built-in guest written"
         );
     }
     Ok(())

@@ -8,6 +8,7 @@ pub mod duration;
 pub mod guest;
 pub mod live;
 pub mod new_policy;
+pub mod policy_config;
 pub mod reconcile;
 pub mod run;
 pub mod snapshot;
@@ -18,7 +19,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use weir::runtime::{DEFAULT_GUEST, Guest, Limits, Runtime};
+use weir::runtime::{Builtin, Guest, Limits, Runtime};
+use weir::swap::source::GuestSource;
 
 /// Runs an async command on a fresh tokio runtime: exit 0 on success; on error one line on
 /// stderr and exit 2.
@@ -55,9 +57,11 @@ pub fn exit_code_of(
 #[derive(clap::Args, Debug, Clone)]
 pub struct GuestArgs {
     /// The guest component (a `.wasm` built for wasm32-wasip2 implementing
-    /// `weir:endpoints@0.2.0`, Endpoints and EndpointSlices, or `@0.1.0`, Endpoints only).
-    /// Default: the embedded upstream-compatible guest. Under `weir run` the file is watched and a changed component is validated and swapped in
-    /// live; `configmap:NAMESPACE/NAME/KEY` reads (and watches) a ConfigMap key instead.
+    /// `weir:endpoints@0.2.0`, Endpoints and EndpointSlices, or `@0.1.0`, Endpoints only), or
+    /// a built-in one: `builtin:default` (upstream's behaviour, the default) or `builtin:cel`
+    /// (endpoint rules in CEL from the policy configuration). Under `weir run` the file is
+    /// watched and a changed component is validated and swapped in live;
+    /// `configmap:NAMESPACE/NAME/KEY` reads (and watches) a ConfigMap key instead.
     #[arg(long, env = "WEIR_GUEST", value_name = "PATH")]
     pub guest: Option<PathBuf>,
 
@@ -91,13 +95,28 @@ impl GuestArgs {
         })
     }
 
-    /// Loads the chosen guest.
+    /// Where the chosen guest comes from: no `--guest` is `builtin:default`.
+    pub fn source(&self) -> Result<GuestSource, String> {
+        match &self.guest {
+            None => Ok(GuestSource::Builtin(Builtin::Default)),
+            Some(path) => GuestSource::parse(&path.to_string_lossy()),
+        }
+    }
+
+    /// Loads the chosen guest (a ConfigMap guest needs `weir run`'s cluster connection).
     pub async fn load(&self) -> anyhow::Result<Guest> {
         let runtime = Runtime::new(self.limits())?;
-        match &self.guest {
-            None => Ok(runtime.load_async(DEFAULT_GUEST.to_vec()).await?),
-            Some(path) => {
-                let bytes = std::fs::read(path)
+        match self.source().map_err(anyhow::Error::msg)? {
+            GuestSource::Builtin(builtin) => runtime
+                .load_async(builtin.bytes().to_vec())
+                .await
+                .with_context(|| format!("guest {builtin}")),
+            GuestSource::ConfigMap { .. } => anyhow::bail!(
+                "--guest configmap:... is read from a cluster, which only `weir run` connects to; \
+                 give a file or a built-in guest"
+            ),
+            GuestSource::File(path) => {
+                let bytes = std::fs::read(&path)
                     .with_context(|| format!("cannot read guest {}", path.display()))?;
                 runtime
                     .load_async(bytes)

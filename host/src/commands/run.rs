@@ -153,6 +153,7 @@ pub struct Args {
     /// A second guest run on every sync beside the active one. It writes nothing; decisions
     /// that differ are counted (weir_shadow_comparisons_total{result="different"}) and logged at
     /// debug level with a diff.
+    /// A file, or a built-in guest (`builtin:cel`, `builtin:default`).
     #[arg(long, env = "WEIR_SHADOW_GUEST", value_name = "PATH")]
     pub shadow_guest: Option<PathBuf>,
 
@@ -340,13 +341,13 @@ impl Args {
         let policy_config = self
             .policy_config
             .as_deref()
-            .map(read_policy_config)
+            .map(super::policy_config::read)
             .transpose()?
             .unwrap_or_default();
         let shadow_config = self
             .shadow_policy_config
             .as_deref()
-            .map(read_policy_config)
+            .map(super::policy_config::read)
             .transpose()?;
         let service_selector = self
             .service_selector
@@ -517,10 +518,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     // election its own client: queued behind a burst of writes, a renewal would miss its
     // deadline and cost the lease.
     let election_client = self::client(args.kubeconfig.as_deref(), &agent, rate).await?;
-    let source = match &args.guest.guest {
-        None => GuestSource::Embedded,
-        Some(path) => GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)?,
-    };
+    let source = args.guest.source().map_err(anyhow::Error::msg)?;
     let swap_config = SwapConfig {
         pin_sha256: args.guest_sha256.clone(),
         check_cases: args.guest_check.clone(),
@@ -545,8 +543,15 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("guest {}", source.describe()))?;
     tracing::info!(source = %source.describe(), digest = guest.digest(), size = guest.size(), "guest loaded");
     if let Some(path) = &args.shadow_guest {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read --shadow-guest {}", path.display()))?;
+        // A file or a built-in guest (`builtin:cel`); it is not watched.
+        let bytes = match GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)? {
+            GuestSource::Builtin(builtin) => builtin.bytes().to_vec(),
+            GuestSource::File(file) => std::fs::read(&file)
+                .with_context(|| format!("cannot read --shadow-guest {}", file.display()))?,
+            GuestSource::ConfigMap { .. } => {
+                anyhow::bail!("--shadow-guest takes a file or builtin:NAME, not a ConfigMap")
+            }
+        };
         let shadow = runtime
             .load_async(bytes)
             .await
@@ -579,7 +584,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     let _watch = match source {
-        GuestSource::Embedded => None,
+        GuestSource::Builtin(_) => None,
         GuestSource::File(path) => Some(watch_file(
             path,
             swapper.clone(),

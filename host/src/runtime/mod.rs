@@ -4,6 +4,7 @@
 mod active;
 pub mod bindings;
 pub mod bindings_v0_2;
+pub mod builtin;
 pub mod convert;
 pub mod health;
 mod sandbox;
@@ -75,8 +76,7 @@ pub struct CacheStats {
     pub misses: usize,
 }
 
-/// The default guest, built from `guest/default` by this crate's build script.
-pub static DEFAULT_GUEST: &[u8] = include_bytes!(env!("WEIR_DEFAULT_GUEST_WASM"));
+pub use builtin::{Builtin, CEL_GUEST, DEFAULT_GUEST};
 
 /// Limits applied to every guest call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

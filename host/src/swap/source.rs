@@ -18,13 +18,14 @@ use notify::Watcher;
 use tokio_util::sync::CancellationToken;
 
 use super::Swapper;
-use crate::runtime::digest;
+use crate::runtime::{Builtin, digest};
 
 /// A place a guest is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GuestSource {
-    /// The default guest built into weir.
-    Embedded,
+    /// A guest built into weir: `builtin:default` (also what no `--guest` means) or
+    /// `builtin:cel`.
+    Builtin(Builtin),
     /// A component file.
     File(PathBuf),
     /// `binaryData[key]` (or `data[key]`) of a ConfigMap.
@@ -39,8 +40,13 @@ pub enum GuestSource {
 }
 
 impl GuestSource {
-    /// Parses `--guest`: `configmap:NAMESPACE/NAME/KEY`, or a file path.
+    /// Parses `--guest`: `builtin:NAME`, `configmap:NAMESPACE/NAME/KEY`, or a file path.
     pub fn parse(value: &str) -> Result<GuestSource, String> {
+        if let Some(name) = value.strip_prefix(Builtin::PREFIX) {
+            return Builtin::from_name(name)
+                .map(GuestSource::Builtin)
+                .map_err(|e| format!("--guest {value:?}: {e}"));
+        }
         match value.strip_prefix("configmap:") {
             None => Ok(GuestSource::File(PathBuf::from(value))),
             Some(rest) => {
@@ -64,7 +70,7 @@ impl GuestSource {
     /// A short description for logs and the swap history.
     pub fn describe(&self) -> String {
         match self {
-            GuestSource::Embedded => "embedded".into(),
+            GuestSource::Builtin(builtin) => builtin.to_string(),
             GuestSource::File(p) => p.display().to_string(),
             GuestSource::ConfigMap {
                 namespace,
@@ -77,7 +83,7 @@ impl GuestSource {
     /// Reads the component bytes now.
     pub async fn read(&self, client: Option<&Client>) -> anyhow::Result<Vec<u8>> {
         match self {
-            GuestSource::Embedded => Ok(crate::runtime::DEFAULT_GUEST.to_vec()),
+            GuestSource::Builtin(builtin) => Ok(builtin.bytes().to_vec()),
             GuestSource::File(path) => tokio::fs::read(path)
                 .await
                 .with_context(|| format!("cannot read guest {}", path.display())),
@@ -325,6 +331,16 @@ mod tests {
                 key: "guest.wasm".into()
             }
         );
+        assert_eq!(
+            GuestSource::parse("builtin:cel").unwrap(),
+            GuestSource::Builtin(Builtin::Cel)
+        );
+        assert_eq!(
+            GuestSource::parse("builtin:default").unwrap(),
+            GuestSource::Builtin(Builtin::Default)
+        );
+        let err = GuestSource::parse("builtin:lua").unwrap_err();
+        assert!(err.contains("builtin:default, builtin:cel"), "{err}");
         assert!(GuestSource::parse("configmap:ns/cm").is_err());
         assert!(GuestSource::parse("configmap://x").is_err());
     }
