@@ -1166,8 +1166,19 @@ pub struct Verdict {
 /// Loads and runs one case file, comparing with its `expect`. A case without `expect`
 /// passes when the guest produces a valid decision.
 pub async fn check_file(guest: &Guest, path: &Path) -> Verdict {
+    check_file_with_config(guest, path, None).await
+}
+
+/// [`check_file`] with `config` (JSON text) in place of the case's own `config` when given,
+/// as `weir test --policy-config` runs it.
+pub async fn check_file_with_config(guest: &Guest, path: &Path, config: Option<&str>) -> Verdict {
     let case = match Case::load(path) {
-        Ok(case) => case,
+        Ok(mut case) => {
+            if let Some(config) = config {
+                case.config = Some(Value::String(config.to_string()));
+            }
+            case
+        }
         Err(e) => {
             return Verdict {
                 path: path.to_path_buf(),

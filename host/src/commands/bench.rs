@@ -23,6 +23,9 @@ pub struct Args {
     #[command(flatten)]
     guest: super::GuestArgs,
 
+    #[command(flatten)]
+    policy_config: super::policy_config::PolicyConfigArgs,
+
     /// Timed calls per case, after the warm-up.
     #[arg(long, short = 'n', env = "WEIR_BENCH_ITERATIONS", default_value_t = 200,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -96,10 +99,20 @@ async fn bench(args: Args) -> ExitCode {
         Ok(guest) => guest,
         Err(code) => return code,
     };
-    let source = args.guest.guest.as_ref().map_or_else(
-        || "embedded default guest".to_string(),
-        |p| p.display().to_string(),
-    );
+    let config = match args.policy_config.load_or_report(&guest).await {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    // The guest loaded, so its source parsed.
+    let source = args
+        .guest
+        .source()
+        .map(|source| source.describe())
+        .unwrap_or_default();
+    let source = match &args.policy_config.policy_config {
+        Some(path) => format!("{source} with --policy-config {}", path.display()),
+        None => source,
+    };
     println!(
         "guest: {source} (sha256 {}, {} KiB); {} timed calls per case after {} warm-up",
         &guest.digest()[..12],
@@ -110,7 +123,10 @@ async fn bench(args: Args) -> ExitCode {
     let mut failed = 0usize;
     for path in &files {
         let case = match Case::load(path) {
-            Ok(case) => case,
+            Ok(mut case) => {
+                config.apply(&mut case);
+                case
+            }
             Err(e) => {
                 failed += 1;
                 println!("\nFAIL {e}");

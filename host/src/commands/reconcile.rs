@@ -18,6 +18,9 @@ pub struct Args {
     #[command(flatten)]
     guest: super::GuestArgs,
 
+    #[command(flatten)]
+    policy_config: super::policy_config::PolicyConfigArgs,
+
     /// The case file (YAML or JSON).
     case: PathBuf,
 }
@@ -28,7 +31,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 async fn reconcile(args: Args) -> ExitCode {
-    let case = match Case::load(&args.case) {
+    let mut case = match Case::load(&args.case) {
         Ok(case) => case,
         Err(e) => {
             eprintln!("weir: {e}");
@@ -39,6 +42,10 @@ async fn reconcile(args: Args) -> ExitCode {
         Ok(guest) => guest,
         Err(code) => return code,
     };
+    match args.policy_config.load_or_report(&guest).await {
+        Ok(config) => config.apply(&mut case),
+        Err(code) => return code,
+    }
     match case.run(&guest).await {
         Ok(outcome) => {
             if !outcome.world.has_slices() && case.outputs().endpoint_slices {

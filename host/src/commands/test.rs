@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use weir::cases::{check_file, discover};
+use weir::cases::{check_file_with_config, discover};
 
 /// Run case files and directories of them (recursively: `*.json`, `*.yaml`, `*.yml`).
 ///
@@ -14,6 +14,9 @@ use weir::cases::{check_file, discover};
 pub struct Args {
     #[command(flatten)]
     guest: super::GuestArgs,
+
+    #[command(flatten)]
+    policy_config: super::policy_config::PolicyConfigArgs,
 
     /// Case files or directories.
     #[arg(required = true)]
@@ -41,9 +44,13 @@ async fn test(args: Args) -> ExitCode {
         Ok(guest) => guest,
         Err(code) => return code,
     };
+    let config = match args.policy_config.load_or_report(&guest).await {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
     let (mut passed, mut failed, mut unusable) = (0usize, 0usize, 0usize);
     for path in &files {
-        let verdict = check_file(&guest, path).await;
+        let verdict = check_file_with_config(&guest, path, config.text()).await;
         let label = match &verdict.name {
             Some(name) => format!("{} ({name})", path.display()),
             None => path.display().to_string(),
