@@ -1,4 +1,7 @@
-//! `weir new-policy NAME`: a policy crate that builds, unit-tests and passes its cases as is.
+//! `weir new-policy NAME`: a policy crate that builds, unit-tests and passes its cases as is;
+//! with `--lang cel`, a CEL policy for the built-in CEL guest ([`cel`]).
+
+pub mod cel;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,16 +16,34 @@ use anyhow::{Context, bail};
 /// README. Build it with `cargo build --release --target wasm32-wasip2` in NAME, then run
 /// `weir test --guest target/wasm32-wasip2/release/NAME.wasm cases/` (with `-` in NAME written
 /// `_` in the file name). Refuses an existing non-empty directory and invalid names.
+///
+/// With `--lang cel`, ./NAME holds a CEL policy instead: `policy.yaml` (rules for
+/// `--guest builtin:cel`), two cases, a README, and a Makefile whose `test` target runs the
+/// cases (`make -C NAME test`); no toolchain or build is needed.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Directory and crate name: lowercase ASCII letters, digits, `-` and `_`, starting with a
     /// letter, at most 64 characters (for example `drain-by-zone`).
     name: String,
 
+    /// The language of the policy: `rust` (a crate built to a component) or `cel` (rules in
+    /// the configuration of the built-in CEL guest).
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    lang: Lang,
+
     /// The `weir-policy` SDK to depend on: the `guest/sdk` directory of a weir checkout.
-    /// Default: the checkout this `weir` binary was built from.
+    /// Default: the checkout this `weir` binary was built from. Rust only.
     #[arg(long, env = "WEIR_SDK", value_name = "PATH")]
     sdk: Option<PathBuf>,
+}
+
+/// The language a new policy is written in.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// A Rust crate on the `weir-policy` SDK.
+    Rust,
+    /// CEL rules for the built-in CEL guest.
+    Cel,
 }
 
 /// The SDK of the checkout this binary was built from.
@@ -40,6 +61,9 @@ const CARGO_CONFIG: &str = include_str!("../../../.cargo/config.toml");
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
+    if args.lang == Lang::Cel {
+        return cel::run(&args.name, args.sdk.is_some());
+    }
     match create(&args.name, args.sdk.as_deref(), Path::new(".")) {
         Ok(created) => {
             println!("created policy crate {}", created.dir.display());
@@ -82,19 +106,7 @@ pub fn create(name: &str, sdk: Option<&Path>, parent: &Path) -> anyhow::Result<C
     check_name(name)?;
     let sdk = locate_sdk(sdk)?;
     let dir = parent.join(name);
-    if dir.exists() {
-        if !dir.is_dir() {
-            bail!("{} exists and is not a directory", dir.display());
-        }
-        let mut entries =
-            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
-        if entries.next().is_some() {
-            bail!(
-                "{} already exists and is not empty; choose another name or remove it",
-                dir.display()
-            );
-        }
-    }
+    check_empty(&dir)?;
     let crate_file_name = name.replace('-', "_");
     let guide = sdk
         .parent()
@@ -118,14 +130,7 @@ pub fn create(name: &str, sdk: Option<&Path>, parent: &Path) -> anyhow::Result<C
         (".gitignore", fill(GITIGNORE)),
         (".cargo/config.toml", CARGO_CONFIG.to_string()),
     ];
-    for (rel, text) in &files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    write_files(&dir, &files)?;
     // The checkout's lock pins exactly the versions its own build fetched, so the new crate
     // resolves from the local cargo cache; cargo drops the entries it does not need.
     let lockfile = sdk
@@ -142,6 +147,37 @@ pub fn create(name: &str, sdk: Option<&Path>, parent: &Path) -> anyhow::Result<C
         crate_file_name,
         lockfile,
     })
+}
+
+/// Refuses a directory that exists and is not empty (or is not a directory).
+fn check_empty(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() {
+        if !dir.is_dir() {
+            bail!("{} exists and is not a directory", dir.display());
+        }
+        let mut entries =
+            std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        if entries.next().is_some() {
+            bail!(
+                "{} already exists and is not empty; choose another name or remove it",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Writes each (relative path, text) under `dir`, creating directories as needed.
+fn write_files(dir: &Path, files: &[(&str, String)]) -> anyhow::Result<()> {
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Names cargo accepts as a package and that do not clash with what the crate uses.
