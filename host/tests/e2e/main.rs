@@ -1,6 +1,7 @@
 //! End-to-end tests: the real controller against the embedded API server over HTTP. Each test
 //! waits for a condition with a deadline.
 
+mod cel;
 mod cluster;
 mod ha;
 mod operator;
