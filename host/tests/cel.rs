@@ -407,3 +407,39 @@ fn guest_export_writes_the_cel_guest() {
     let out = weir(&["guest", "export", "--builtin", "lua", "-"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn rules_in_a_configmap_need_a_built_in_guest() {
+    // Checked before anything is read from the cluster, so no server is needed.
+    let kubeconfig = scratch_dir("cel-configmap-rules").join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n\
+         contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {}}]\n",
+    )
+    .unwrap();
+    let out = weir(&[
+        "run",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--leader-elect=false",
+        "--guest",
+        "policy.wasm",
+        "--policy-config",
+        "configmap:weir-system/rules/policy.yaml",
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("needs a built-in guest (--guest builtin:NAME)"),
+        "{err}"
+    );
+
+    let out = weir(&["run", "--policy-config", "configmap:weir-system/rules"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("expected configmap:NAMESPACE/NAME/KEY"),
+        "{err}"
+    );
+}

@@ -65,7 +65,7 @@ impl LiveArgs {
             config: self
                 .policy_config
                 .as_deref()
-                .map(super::run::read_policy_config)
+                .map(super::policy_config::read)
                 .transpose()?
                 .unwrap_or_default(),
         })

@@ -32,10 +32,15 @@ pub struct Args {
     #[command(flatten)]
     pub guest: super::GuestArgs,
 
-    /// Policy configuration handed to the guest (JSON or YAML file; the guest receives JSON).
+    /// Policy configuration handed to the guest (JSON or YAML; the guest receives JSON): a
+    /// file, or `configmap:NAMESPACE/NAME/KEY`, which is watched like a ConfigMap guest. A
+    /// change there is offered with the active guest to the swap gate, so rules of a built-in
+    /// guest (`--guest builtin:cel`) change by editing the ConfigMap, and a refused
+    /// configuration leaves the last good one serving. The ConfigMap form needs a built-in
+    /// guest; a guest in a ConfigMap carries its configuration with `--policy-config-key`.
     /// Every guest candidate must give a usable decision with it before it goes live.
-    #[arg(long, env = "WEIR_POLICY_CONFIG", value_name = "FILE")]
-    pub policy_config: Option<PathBuf>,
+    #[arg(long, env = "WEIR_POLICY_CONFIG", value_name = "FILE|configmap:NS/NAME/KEY", value_parser = PolicyConfigSource::parse)]
+    pub policy_config: Option<PolicyConfigSource>,
 
     /// With `--guest configmap:NS/NAME/KEY`: the policy configuration (JSON or YAML) is the
     /// same ConfigMap's key KEY. A change to the ConfigMap offers the guest and its
@@ -325,6 +330,39 @@ pub enum InitialListArg {
     Paged,
 }
 
+/// Where `weir run` reads the policy configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyConfigSource {
+    /// A JSON or YAML file, read once.
+    File(PathBuf),
+    /// `data[key]` of a ConfigMap, watched.
+    ConfigMap {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// Key.
+        key: String,
+    },
+}
+
+impl PolicyConfigSource {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.strip_prefix("configmap:") {
+            None => Ok(Self::File(PathBuf::from(text))),
+            Some(rest) => {
+                let (namespace, name, key) = weir::swap::source::parse_configmap_key(rest)
+                    .ok_or("expected configmap:NAMESPACE/NAME/KEY")?;
+                Ok(Self::ConfigMap {
+                    namespace,
+                    name,
+                    key,
+                })
+            }
+        }
+    }
+}
+
 /// An object kind `--manage` can hand to weir.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -338,12 +376,11 @@ pub enum Output {
 impl Args {
     /// The controller configuration these flags describe.
     pub fn config(&self) -> anyhow::Result<Config> {
-        let policy_config = self
-            .policy_config
-            .as_deref()
-            .map(super::policy_config::read)
-            .transpose()?
-            .unwrap_or_default();
+        // A ConfigMap's configuration is read once the client exists (run_async).
+        let policy_config = match &self.policy_config {
+            Some(PolicyConfigSource::File(path)) => super::policy_config::read(path)?,
+            Some(PolicyConfigSource::ConfigMap { .. }) | None => String::new(),
+        };
         let shadow_config = self
             .shadow_policy_config
             .as_deref()
@@ -391,13 +428,6 @@ fn parse_qps(text: &str) -> Result<f64, String> {
     let rate = ApiRate { qps, burst: 1 };
     weir::client::RateLimitLayer::new(rate).map_err(|e| e.to_string())?;
     Ok(qps)
-}
-
-/// Reads a policy configuration file (JSON or YAML) into the JSON text guests receive.
-pub fn read_policy_config(path: &Path) -> anyhow::Result<String> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    weir::cases::normalize_config(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// weir's User-Agent: its version, and which replica sends (API server audit logs and
@@ -482,7 +512,7 @@ pub fn run(args: Args) -> ExitCode {
 
 async fn run_async(args: Args) -> anyhow::Result<()> {
     use weir::runtime::Runtime;
-    use weir::swap::source::{GuestSource, watch_configmap, watch_file};
+    use weir::swap::source::{ConfigMapHolds, GuestSource, watch_configmap, watch_file};
     use weir::swap::{SwapConfig, Swapper};
 
     let election = args.leader_election.election()?;
@@ -536,6 +566,25 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         config.policy_config =
             weir::swap::source::read_configmap_config(&client, namespace, name, key).await?;
     }
+    let config_map_config = match &args.policy_config {
+        Some(PolicyConfigSource::ConfigMap {
+            namespace,
+            name,
+            key,
+        }) => {
+            if !matches!(source, GuestSource::Builtin(_)) {
+                anyhow::bail!(
+                    "--policy-config configmap:{namespace}/{name}/{key} needs a built-in guest \
+                     (--guest builtin:NAME); a guest in a ConfigMap carries its configuration \
+                     with --policy-config-key"
+                );
+            }
+            config.policy_config =
+                weir::swap::source::read_configmap_config(&client, namespace, name, key).await?;
+            Some((namespace.clone(), name.clone(), key.clone()))
+        }
+        Some(PolicyConfigSource::File(_)) | None => None,
+    };
     let bytes = source.read(Some(&client)).await?;
     let guest =
         weir::swap::validate_candidate(&runtime, &swap_config, bytes, &config.policy_config)
@@ -584,7 +633,19 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     let _watch = match source {
-        GuestSource::Builtin(_) => None,
+        GuestSource::Builtin(builtin) => config_map_config.map(|(namespace, name, config_key)| {
+            watch_configmap(
+                client,
+                namespace,
+                name,
+                ConfigMapHolds::Config {
+                    guest: builtin.bytes().to_vec(),
+                    config_key,
+                },
+                swapper.clone(),
+                shutdown.clone(),
+            )
+        }),
         GuestSource::File(path) => Some(watch_file(
             path,
             swapper.clone(),
@@ -599,8 +660,10 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             client,
             namespace,
             name,
-            key,
-            args.policy_config_key.clone(),
+            ConfigMapHolds::Guest {
+                guest_key: key,
+                config_key: args.policy_config_key.clone(),
+            },
             swapper.clone(),
             shutdown.clone(),
         )),

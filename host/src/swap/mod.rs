@@ -134,6 +134,18 @@ pub async fn validate_candidate(
         }
     }
     let guest = runtime.load_async(bytes).await?;
+    check_candidate(config, guest, policy_config).await
+}
+
+/// The checks of [`validate_candidate`] after loading: the guest's own `validate-config`, then
+/// the golden cases (or a probe) through the controller's validation. A candidate that differs
+/// from the active guest only in its configuration comes here with the active, already
+/// compiled guest.
+async fn check_candidate(
+    config: &SwapConfig,
+    guest: Guest,
+    policy_config: &str,
+) -> Result<Guest, Refusal> {
     // The policy checks its configuration itself first (0.2.0 `validate-config`; a 0.1.0 guest
     // has no such export and passes), under the same deadline and memory cap as a call.
     guest
@@ -318,7 +330,14 @@ impl Swapper {
         if candidate_digest == active.guest.digest() && config == active.config {
             return Ok(false);
         }
-        let result = validate_candidate(&self.runtime, &self.config, bytes, &config).await;
+        let result = if candidate_digest == active.guest.digest() {
+            // Only the configuration changed (a ConfigMap of CEL rules, say): the compiled
+            // guest is reused, since compiling a large component again would hold the swap for
+            // seconds. A pin was already checked against these bytes when they went live.
+            check_candidate(&self.config, active.guest.clone(), &config).await
+        } else {
+            validate_candidate(&self.runtime, &self.config, bytes, &config).await
+        };
         let guest = match result {
             Ok(guest) => guest,
             Err(refusal) => {

@@ -50,19 +50,14 @@ impl GuestSource {
         match value.strip_prefix("configmap:") {
             None => Ok(GuestSource::File(PathBuf::from(value))),
             Some(rest) => {
-                let parts: Vec<&str> = rest.split('/').collect();
-                match parts.as_slice() {
-                    [ns, name, key] if !ns.is_empty() && !name.is_empty() && !key.is_empty() => {
-                        Ok(GuestSource::ConfigMap {
-                            namespace: ns.to_string(),
-                            name: name.to_string(),
-                            key: key.to_string(),
-                        })
-                    }
-                    _ => Err(format!(
-                        "--guest {value:?}: expected configmap:NAMESPACE/NAME/KEY"
-                    )),
-                }
+                let (namespace, name, key) = parse_configmap_key(rest).ok_or_else(|| {
+                    format!("--guest {value:?}: expected configmap:NAMESPACE/NAME/KEY")
+                })?;
+                Ok(GuestSource::ConfigMap {
+                    namespace,
+                    name,
+                    key,
+                })
             }
         }
     }
@@ -102,6 +97,16 @@ impl GuestSource {
                     .with_context(|| format!("ConfigMap {namespace}/{name} has no key {key:?}"))
             }
         }
+    }
+}
+
+/// Splits `NAMESPACE/NAME/KEY` (the part after `configmap:`), each part non-empty.
+pub fn parse_configmap_key(text: &str) -> Option<(String, String, String)> {
+    match text.split('/').collect::<Vec<_>>().as_slice() {
+        [ns, name, key] if !ns.is_empty() && !name.is_empty() && !key.is_empty() => {
+            Some((ns.to_string(), name.to_string(), key.to_string()))
+        }
+        _ => None,
     }
 }
 
@@ -201,16 +206,35 @@ pub async fn read_configmap_config(
         .map_err(|e| anyhow::anyhow!("ConfigMap {namespace}/{name}: policy configuration: {e}"))
 }
 
-/// Watches a ConfigMap key and offers every new content to `swapper` until `shutdown`. With
-/// `config_key`, the same ConfigMap also holds the policy configuration under that key, and
-/// the guest and its configuration are offered, checked and swapped as one pair. Refusals
+/// What a watched ConfigMap holds for weir.
+#[derive(Debug, Clone)]
+pub enum ConfigMapHolds {
+    /// The guest under `guest_key`; with `config_key`, its configuration too, and the two are
+    /// offered, checked and swapped as one pair.
+    Guest {
+        /// Key of the component.
+        guest_key: String,
+        /// Key of the policy configuration, if the ConfigMap carries it.
+        config_key: Option<String>,
+    },
+    /// Only the configuration of a guest that does not change (a built-in one, such as
+    /// `builtin:cel`, which is too large for a ConfigMap): a new configuration is offered
+    /// with these guest bytes, so the swap gate checks it as any other candidate.
+    Config {
+        /// The guest's component bytes.
+        guest: Vec<u8>,
+        /// Key of the policy configuration.
+        config_key: String,
+    },
+}
+
+/// Watches a ConfigMap and offers every new content to `swapper` until `shutdown`. Refusals
 /// are also recorded as Warning Events on the ConfigMap.
 pub fn watch_configmap(
     client: Client,
     namespace: String,
     name: String,
-    key: String,
-    config_key: Option<String>,
+    holds: ConfigMapHolds,
     swapper: Arc<Swapper>,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
@@ -221,6 +245,10 @@ pub fn watch_configmap(
             .default_backoff()
             .applied_objects()
             .boxed();
+        let key = match &holds {
+            ConfigMapHolds::Guest { guest_key, .. } => guest_key,
+            ConfigMapHolds::Config { config_key, .. } => config_key,
+        };
         let source = format!("configmap:{namespace}/{name}/{key}");
         let mut events = RefusalEvents::new(client.clone());
         loop {
@@ -234,15 +262,26 @@ pub fn watch_configmap(
                     tracing::debug!(%source, error = %e, "ConfigMap watch failed; retrying")
                 }
                 Some(Ok(cm)) => {
-                    let Some(bytes) = configmap_bytes(&cm, &key) else {
-                        let refusal = super::Refusal::Missing(format!(
-                            "ConfigMap {namespace}/{name} has no key {key:?}"
-                        ));
-                        swapper.refused(&source, "none".into(), &refusal);
-                        events.record(&cm, &refusal).await;
-                        continue;
+                    let (bytes, config_key) = match &holds {
+                        ConfigMapHolds::Guest {
+                            guest_key,
+                            config_key,
+                        } => {
+                            let Some(bytes) = configmap_bytes(&cm, guest_key) else {
+                                let refusal = super::Refusal::Missing(format!(
+                                    "ConfigMap {namespace}/{name} has no key {guest_key:?}"
+                                ));
+                                swapper.refused(&source, "none".into(), &refusal);
+                                events.record(&cm, &refusal).await;
+                                continue;
+                            };
+                            (bytes, config_key.as_deref())
+                        }
+                        ConfigMapHolds::Config { guest, config_key } => {
+                            (guest.clone(), Some(config_key.as_str()))
+                        }
                     };
-                    let config = match config_key.as_deref().map(|k| configmap_config(&cm, k)) {
+                    let config = match config_key.map(|k| configmap_config(&cm, k)) {
                         None => None,
                         Some(Ok(config)) => Some(config),
                         Some(Err(e)) => {

@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use weir::controller::Config;
 use weir::runtime::{DEFAULT_GUEST, Limits, Runtime, digest};
-use weir::swap::source::{watch_configmap, watch_file};
+use weir::swap::source::{ConfigMapHolds, watch_configmap, watch_file};
 use weir::swap::{SwapConfig, Swapper};
 
 use super::cluster::*;
@@ -281,8 +281,10 @@ async fn configmap_source_swaps_and_records_refusals_as_events() {
         c.client.clone(),
         "app".into(),
         "policy".into(),
-        "guest.wasm".into(),
-        None,
+        ConfigMapHolds::Guest {
+            guest_key: "guest.wasm".into(),
+            config_key: None,
+        },
         swapper.clone(),
         stop.clone(),
     );
@@ -695,8 +697,10 @@ async fn every_configmap_refusal_is_counted_listed_and_noted_in_its_own_event() 
         c.client.clone(),
         "app".into(),
         "policy".into(),
-        "guest.wasm".into(),
-        Some("config.yaml".into()),
+        ConfigMapHolds::Guest {
+            guest_key: "guest.wasm".into(),
+            config_key: Some("config.yaml".into()),
+        },
         swapper.clone(),
         stop.clone(),
     );
