@@ -93,8 +93,8 @@ async fn a_configmap_swap_between_cel_rules_is_hot_and_gated() {
     c.wait_ips("app", "s1", &[], &["10.4.0.2"]).await;
 
     // A rule that does not compile, then one that is not a bool: both refused at the gate,
-    // counted and named in /guest, with a GuestRefused Event on the ConfigMap; the last good
-    // rule keeps serving.
+    // counted and named in /guest, each with a GuestRefused Event on the ConfigMap naming it;
+    // the last good rule keeps serving.
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.client.clone(), "app");
     for (n, (rules, needle)) in [
         (
@@ -123,21 +123,19 @@ async fn a_configmap_swap_between_cel_rules_is_hot_and_gated() {
             }
         })
         .await;
-        if n == 0 {
-            let ev = events.clone();
-            wait_for("a GuestRefused event naming the rule", || {
-                let ev = ev.clone();
-                async move {
-                    ev.list(&Default::default()).await.is_ok_and(|l| {
-                        l.items.iter().any(|e| {
-                            e.reason.as_deref() == Some("GuestRefused")
-                                && e.note.as_deref().is_some_and(|note| note.contains(needle))
-                        })
+        let ev = events.clone();
+        wait_for("a GuestRefused event naming the rule", || {
+            let ev = ev.clone();
+            async move {
+                ev.list(&Default::default()).await.is_ok_and(|l| {
+                    l.items.iter().any(|e| {
+                        e.reason.as_deref() == Some("GuestRefused")
+                            && e.note.as_deref().is_some_and(|note| note.contains(needle))
                     })
-                }
-            })
-            .await;
-        }
+                })
+            }
+        })
+        .await;
     }
     // Still serving the last good rule: a new pod is synced with it.
     c.apply(pod("app", "p2", json!({"app": "a1"}), "10.4.0.3", true))
