@@ -27,8 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // deadline bounds every wait for a condition.
@@ -49,17 +47,11 @@ func binary(t *testing.T, env string) string {
 // run runs a command to completion and returns its stdout (its stderr goes to the test log).
 func run(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	command := exec.Command(name, args...)
-	var stderr strings.Builder
-	command.Stderr = &stderr
-	out, err := command.Output()
-	if stderr.Len() > 0 {
-		t.Logf("%s %s: stderr:\n%s", name, strings.Join(args, " "), stderr.String())
+	code, out := exitCode(t, name, args...)
+	if code != 0 {
+		t.Fatalf("%s %s: exit status %d\n%s", name, strings.Join(args, " "), code, out)
 	}
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return out
 }
 
 // eventually polls check until it returns nil, failing with its last error after deadline.
@@ -164,50 +156,13 @@ func TestUpVersionWeirDown(t *testing.T) {
 		t.Fatalf("server gitVersion %q, want the pinned %q", version.ServerVersion.GitVersion, want)
 	}
 
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Every read of v1 Endpoints draws a deprecation warning; the test reads them on purpose.
-	config.WarningHandler = rest.NoWarnings{}
-	client := kubernetes.NewForConfigOrDie(config)
+	client := clientFor(t, kubeconfig)
 	ctx := context.Background()
 	const ns = "weir-e2e"
-	must(t)(client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
-	// The ServiceAccount admission plugin refuses pods until the namespace's default
-	// ServiceAccount exists; kube-controller-manager would create it.
-	must(t)(client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
-
-	// Nodes in two zones, created by the test since no kubelet registers them.
-	for _, node := range []struct{ name, zone string }{{"node-a", "zone-a"}, {"node-b", "zone-b"}} {
-		must(t)(client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-			Name:   node.name,
-			Labels: map[string]string{corev1.LabelTopologyZone: node.zone},
-		}}, metav1.CreateOptions{}))
-	}
-	must(t)(client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "a"}},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "web"},
-			Ports: []corev1.ServicePort{{
-				Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("web"),
-			}},
-		},
-	}, metav1.CreateOptions{}))
-	createRunningPod(t, client, ns, "web-a", "node-a", "10.244.1.5", true)
-	createRunningPod(t, client, ns, "web-b", "node-b", "10.244.2.6", false)
+	createWebService(t, client, ns)
 
 	weirProcess := startWeir(t, weir, kubeconfig, ns)
-
-	eventually(t, "Endpoints web lists web-a ready and web-b not ready", func() error {
-		return checkEndpoints(client, ns, []string{"10.244.1.5"}, []string{"10.244.2.6"})
-	})
-	eventually(t, "the EndpointSlice of web lists both pods with their zones", func() error {
-		return checkSlice(client, ns, map[string]sliceEndpoint{
-			"10.244.1.5": {ready: true, node: "node-a", zone: "zone-a"},
-			"10.244.2.6": {ready: false, node: "node-b", zone: "zone-b"},
-		})
-	})
+	convergedWeb(t, client, ns)
 
 	// A readiness change through the status subresource, as a kubelet reports it.
 	setReady(t, client, ns, "web-b", true)
@@ -248,6 +203,53 @@ func TestUpVersionWeirDown(t *testing.T) {
 			t.Fatalf("down left %s.pid behind (%v)", name, err)
 		}
 	}
+}
+
+// createWebService creates namespace ns (with its default ServiceAccount), Nodes node-a and
+// node-b in zones zone-a and zone-b, Service web selecting app=web on port http (target port
+// web), and its pods: web-a (10.244.1.5 on node-a, ready) and web-b (10.244.2.6 on node-b, not
+// ready).
+func createWebService(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t)(client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
+	// The ServiceAccount admission plugin refuses pods until the namespace's default
+	// ServiceAccount exists; kube-controller-manager would create it.
+	must(t)(client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
+
+	// Nodes in two zones, created by the test since no kubelet registers them.
+	for _, node := range []struct{ name, zone string }{{"node-a", "zone-a"}, {"node-b", "zone-b"}} {
+		must(t)(client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name:   node.name,
+			Labels: map[string]string{corev1.LabelTopologyZone: node.zone},
+		}}, metav1.CreateOptions{}))
+	}
+	must(t)(client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "a"}},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{
+				Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("web"),
+			}},
+		},
+	}, metav1.CreateOptions{}))
+	createRunningPod(t, client, ns, "web-a", "node-a", "10.244.1.5", true)
+	createRunningPod(t, client, ns, "web-b", "node-b", "10.244.2.6", false)
+}
+
+// convergedWeb waits until Endpoints web and its EndpointSlice list createWebService's pods
+// as created (web-a ready, web-b not).
+func convergedWeb(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	eventually(t, "Endpoints web lists web-a ready and web-b not ready", func() error {
+		return checkEndpoints(client, ns, []string{"10.244.1.5"}, []string{"10.244.2.6"})
+	})
+	eventually(t, "the EndpointSlice of web lists both pods with their zones", func() error {
+		return checkSlice(client, ns, map[string]sliceEndpoint{
+			"10.244.1.5": {ready: true, node: "node-a", zone: "zone-a"},
+			"10.244.2.6": {ready: false, node: "node-b", zone: "zone-b"},
+		})
+	})
 }
 
 // must fails the test on an error of a create call.

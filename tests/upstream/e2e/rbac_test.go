@@ -37,12 +37,9 @@ var weirExtras = map[string]string{
 // under exactly those permissions. It then compares the shipped ClusterRole with upstream's
 // bootstrap roles read from the server.
 func TestShippedRBAC(t *testing.T) {
-	harness := binary(t, "KUBE_HARNESS")
 	weir := binary(t, "WEIR")
-	dir := t.TempDir()
-	run(t, harness, "up", dir)
-	t.Cleanup(func() { _ = exec.Command(harness, "down", dir).Run() })
-	adminConfigPath := filepath.Join(dir, "kubeconfig")
+	adminConfigPath := harnessUp(t)
+	dir := filepath.Dir(adminConfigPath)
 
 	manifests := run(t, "kubectl", "kustomize", filepath.Join("..", "..", "..", "deploy", "kubernetes"))
 	apply := exec.Command("kubectl", "--kubeconfig", adminConfigPath, "apply", "-f", "-")
@@ -203,6 +200,7 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every read of v1 Endpoints draws a deprecation warning; the tests read them on purpose.
 	config.WarningHandler = rest.NoWarnings{}
 	return kubernetes.NewForConfigOrDie(config)
 }
