@@ -50,6 +50,9 @@ upstream:
 # dependency of kube-apiserver. The differential run prints `N passed, N failed` last.
 CONFORMANCE_SCENARIOS ?= 30
 CONFORMANCE_SEED ?= 1
+# Scenarios at once, each with its own namespaces and controller processes on the one API server;
+# most of a scenario is waiting for quiet, so this divides the wall time on 2 cores too.
+CONFORMANCE_PARALLEL ?= 4
 conformance: upstream wasm-target
 	$(CARGO) build --workspace --bins
 	cd tests/upstream && test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
@@ -57,4 +60,5 @@ conformance: upstream wasm-target
 	cd tests/upstream && CGO_ENABLED=0 KUBE_HARNESS=$(abspath $(KUBE_HARNESS)) WEIR=$(abspath $(WEIR_BIN)) \
 		go test -count=1 ./e2e/...
 	cd tests/upstream && CGO_ENABLED=0 go run ./conformance --harness $(abspath $(KUBE_HARNESS)) \
-		--weir $(abspath $(WEIR_BIN)) --scenarios $(CONFORMANCE_SCENARIOS) --seed $(CONFORMANCE_SEED)
+		--weir $(abspath $(WEIR_BIN)) --scenarios $(CONFORMANCE_SCENARIOS) --seed $(CONFORMANCE_SEED) \
+		--parallel $(CONFORMANCE_PARALLEL)

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -17,9 +20,31 @@ func createNodes(ctx context.Context, client kubernetes.Interface) error {
 			node.Labels[corev1.LabelTopologyZone] = n.zone
 		}
 		node.Status.Allocatable = corev1.ResourceList{}
+		if n.cpu != "" {
+			node.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(n.cpu)
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		}
+		// A Node's status is taken on create (there is no kubelet to report it).
 		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !alreadyExists(err) {
 			return fmt.Errorf("creating node %s: %w", n.name, err)
 		}
+	}
+	return nil
+}
+
+// createScenarioNode creates the scenario's own Node, not ready and without CPU, in a zone.
+func createScenarioNode(ctx context.Context, client kubernetes.Interface, s *scenario) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: s.node, Labels: map[string]string{corev1.LabelTopologyZone: scenarioNodeZone}}}
+	if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !alreadyExists(err) {
+		return fmt.Errorf("creating node %s: %w", s.node, err)
+	}
+	return nil
+}
+
+// deleteNode removes a Node; one already gone is not an error.
+func deleteNode(ctx context.Context, client kubernetes.Interface, name string) error {
+	if err := client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !notFound(err) {
+		return fmt.Errorf("deleting node %s: %w", name, err)
 	}
 	return nil
 }
@@ -32,12 +57,36 @@ func applyInitial(ctx context.Context, client kubernetes.Interface, ns string, s
 			return fmt.Errorf("creating service %s: %w", svc.Name, err)
 		}
 	}
+	for _, slice := range s.foreign {
+		if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice.DeepCopy(), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the foreign slice %s: %w", slice.Name, err)
+		}
+	}
 	for _, p := range s.pods {
 		if err := createPod(ctx, client, ns, p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ownedSlice returns the controller-owned EndpointSlice of svc that a hand edit picks: the
+// same one in both namespaces (by content, since names differ), or nil when there is none.
+func ownedSlice(ctx context.Context, client kubernetes.Interface, ns, svc string) (*discoveryv1.EndpointSlice, error) {
+	list, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + svc + "," + discoveryv1.LabelManagedBy + "=" + upstreamSliceMgr})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	key := func(s *discoveryv1.EndpointSlice) string {
+		shape := sliceShapeOf(s)
+		return jsonOf(shape)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return key(&list.Items[i]) < key(&list.Items[j]) })
+	return &list.Items[0], nil
 }
 
 func createPod(ctx context.Context, client kubernetes.Interface, ns string, p *podState) error {
@@ -48,6 +97,20 @@ func createPod(ctx context.Context, client kubernetes.Interface, ns string, p *p
 	created.Status = *p.status.DeepCopy()
 	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("setting the status of pod %s: %w", p.pod.Name, err)
+	}
+	return nil
+}
+
+// applyToBoth makes one change in both namespaces; a Node is cluster-wide, so one removal
+// serves both.
+func applyToBoth(ctx context.Context, client kubernetes.Interface, upNS, weirNS string, st step) error {
+	if st.kind == stepDeleteNode {
+		return deleteNode(ctx, client, st.name)
+	}
+	for _, ns := range []string{upNS, weirNS} {
+		if err := applyStep(ctx, client, ns, st); err != nil {
+			return fmt.Errorf("in %s: %w", ns, err)
+		}
 	}
 	return nil
 }
@@ -98,7 +161,41 @@ func applyStep(ctx context.Context, client kubernetes.Interface, ns string, st s
 		return err
 	case stepAddPod:
 		return createPod(ctx, client, ns, st.pod)
-	case stepSelector, stepPorts, stepServiceLabel:
+	case stepEditEndpoints:
+		endpoints := client.CoreV1().Endpoints(ns)
+		e, err := endpoints.Get(ctx, st.name, metav1.GetOptions{})
+		if notFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if e.Labels == nil {
+			e.Labels = map[string]string{}
+		}
+		e.Labels[handEditLabel] = "true"
+		e.Subsets = nil
+		_, err = endpoints.Update(ctx, e, metav1.UpdateOptions{})
+		return err
+	case stepEditSlice, stepDeleteSlice:
+		slice, err := ownedSlice(ctx, client, ns, st.name)
+		if err != nil || slice == nil {
+			return err
+		}
+		slices := client.DiscoveryV1().EndpointSlices(ns)
+		if st.kind == stepDeleteSlice {
+			err = slices.Delete(ctx, slice.Name, metav1.DeleteOptions{})
+			if notFound(err) {
+				return nil
+			}
+			return err
+		}
+		slice.Labels[handEditLabel] = "true"
+		if len(slice.Endpoints) > 0 {
+			slice.Endpoints = slice.Endpoints[1:]
+		}
+		_, err = slices.Update(ctx, slice, metav1.UpdateOptions{})
+		return err
+	case stepSelector, stepPorts, stepServiceLabel, stepTouchService:
 		svc, err := services.Get(ctx, st.name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -111,6 +208,11 @@ func applyStep(ctx context.Context, client kubernetes.Interface, ns string, st s
 				return nil
 			}
 			svc.Spec.Ports = st.ports
+		case stepTouchService:
+			if svc.Annotations == nil {
+				svc.Annotations = map[string]string{}
+			}
+			svc.Annotations[touchAnnotation] = fmt.Sprint(st.touch)
 		default:
 			svc.Labels = cloneMap(st.labels)
 		}

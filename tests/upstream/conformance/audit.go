@@ -8,19 +8,26 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 )
 
 // auditLog follows the API server's audit log (kube-harness logs every write to Endpoints and
 // EndpointSlices there) and counts the successful writes per namespace. A no-op update leaves
-// no trace in etcd but is a request, so it is counted here.
+// no trace in etcd but is a request, so it is counted here. Scenarios running concurrently
+// share one log; each reads the counts of its own namespaces.
 type auditLog struct {
 	file    *os.File
 	reader  *bufio.Reader
 	partial string
+
+	mu sync.Mutex
 	// writes[namespace]["endpoints update"] counts successful writes.
 	writes map[string]map[string]int
-	// lastWrite counts every write seen, so that a caller can tell when writes stopped.
-	total int
+	// attempts[namespace] counts every write seen there, failed ones too, so that a caller
+	// can tell when writes stopped.
+	attempts map[string]int
+	err      error
 }
 
 type auditEvent struct {
@@ -40,10 +47,47 @@ func openAuditLog(path string) (*auditLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
-	return &auditLog{file: file, reader: bufio.NewReader(file), writes: map[string]map[string]int{}}, nil
+	return &auditLog{file: file, reader: bufio.NewReader(file), writes: map[string]map[string]int{}, attempts: map[string]int{}}, nil
 }
 
-// poll reads the events appended since the last call.
+// follow reads the log every interval until stop is closed; a read error is kept and returned
+// by every later query.
+func (a *auditLog) follow(interval time.Duration, stop <-chan struct{}) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+		}
+		a.mu.Lock()
+		if a.err == nil {
+			a.err = a.poll()
+		}
+		a.mu.Unlock()
+	}
+}
+
+// counts returns a copy of the successful writes in ns, per resource and verb.
+func (a *auditLog) counts(ns string) (map[string]int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return cloneCounts(a.writes[ns]), a.err
+}
+
+// activity returns the number of writes, failed ones included, seen in the namespaces.
+func (a *auditLog) activity(namespaces ...string) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	total := 0
+	for _, ns := range namespaces {
+		total += a.attempts[ns]
+	}
+	return total, a.err
+}
+
+// poll reads the events appended since the last call; the caller holds mu.
 func (a *auditLog) poll() error {
 	for {
 		line, err := a.reader.ReadString('\n')
@@ -63,11 +107,11 @@ func (a *auditLog) poll() error {
 		if event.Stage != "ResponseComplete" || event.ObjectRef == nil {
 			continue
 		}
-		a.total++
+		ns := event.ObjectRef.Namespace
+		a.attempts[ns]++
 		if event.ResponseStatus == nil || event.ResponseStatus.Code >= 400 {
 			continue
 		}
-		ns := event.ObjectRef.Namespace
 		if a.writes[ns] == nil {
 			a.writes[ns] = map[string]int{}
 		}

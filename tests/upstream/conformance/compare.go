@@ -90,29 +90,35 @@ func readState(ctx context.Context, client kubernetes.Interface, ns string) (sta
 	if err != nil {
 		return st, err
 	}
-	for _, s := range slices.Items {
-		shape := sliceShape{GenerateName: s.GenerateName, Labels: s.Labels,
-			Annotations: dropVolatileAnnotations(s.Annotations), AddressType: s.AddressType, Ports: s.Ports}
-		for _, owner := range s.OwnerReferences {
-			owner.UID = ""
-			shape.Owners = append(shape.Owners, owner)
-		}
-		for _, e := range s.Endpoints {
-			e.TargetRef = stripRef(e.TargetRef)
-			shape.Endpoints = append(shape.Endpoints, e)
-		}
-		// Which endpoints share a slice counts; their order inside it does not (upstream's
-		// follows its pod lister), nor the order of its ports (upstream-endpointslices.md R3.7:
-		// a hash orders them, meaningless by design, so they compare as a set).
-		sort.Slice(shape.Endpoints, func(i, j int) bool { return jsonOf(shape.Endpoints[i]) < jsonOf(shape.Endpoints[j]) })
-		sort.Slice(shape.Ports, func(i, j int) bool { return jsonOf(shape.Ports[i]) < jsonOf(shape.Ports[j]) })
+	for i := range slices.Items {
+		s := &slices.Items[i]
 		key := fmt.Sprintf("%s/%s", s.Labels[discoveryv1.LabelServiceName], s.AddressType)
-		st.slices[key] = append(st.slices[key], jsonOf(shape))
+		st.slices[key] = append(st.slices[key], jsonOf(sliceShapeOf(s)))
 	}
 	for key := range st.slices {
 		sort.Strings(st.slices[key])
 	}
 	return st, nil
+}
+
+// sliceShapeOf is a slice without what legitimately differs between the namespaces.
+func sliceShapeOf(s *discoveryv1.EndpointSlice) sliceShape {
+	shape := sliceShape{GenerateName: s.GenerateName, Labels: s.Labels,
+		Annotations: dropVolatileAnnotations(s.Annotations), AddressType: s.AddressType, Ports: s.Ports}
+	for _, owner := range s.OwnerReferences {
+		owner.UID = ""
+		shape.Owners = append(shape.Owners, owner)
+	}
+	for _, e := range s.Endpoints {
+		e.TargetRef = stripRef(e.TargetRef)
+		shape.Endpoints = append(shape.Endpoints, e)
+	}
+	// Which endpoints share a slice counts; their order inside it does not (upstream's
+	// follows its pod lister), nor the order of its ports (upstream-endpointslices.md R3.7:
+	// a hash orders them, meaningless by design, so they compare as a set).
+	sort.Slice(shape.Endpoints, func(i, j int) bool { return jsonOf(shape.Endpoints[i]) < jsonOf(shape.Endpoints[j]) })
+	sort.Slice(shape.Ports, func(i, j int) bool { return jsonOf(shape.Ports[i]) < jsonOf(shape.Ports[j]) })
+	return shape
 }
 
 func jsonOf(v any) string {
@@ -128,6 +134,13 @@ func jsonOf(v any) string {
 type difference struct {
 	deviation string // "" when unexplained
 	what      string
+	// For a difference of one Endpoints object: its name, and which side carries the hand-edit
+	// label.
+	endpoints                          string
+	upstreamHandEdited, weirHandEdited bool
+	// For a difference of write counts: the resource and each side's writes.
+	resource                   string
+	upstreamWrites, weirWrites int
 }
 
 // compareStates lists the differences between upstream's namespace and weir's.
@@ -147,7 +160,8 @@ func compareStates(upstream, weir state) []difference {
 			// address (D1).
 			diffs = append(diffs, difference{deviation: "D1", what: fmt.Sprintf("Endpoints %s: same content in another order", name)})
 		default:
-			diffs = append(diffs, difference{what: fmt.Sprintf("Endpoints %s:\n    upstream %s\n    weir     %s", name, jsonOf(u), jsonOf(w))})
+			diffs = append(diffs, difference{endpoints: name, upstreamHandEdited: u.Labels[handEditLabel] != "", weirHandEdited: w.Labels[handEditLabel] != "",
+				what: fmt.Sprintf("Endpoints %s:\n    upstream %s\n    weir     %s", name, jsonOf(u), jsonOf(w))})
 		}
 	}
 	for _, key := range unionKeys(upstream.slices, weir.slices) {

@@ -17,8 +17,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,6 +30,8 @@ type options struct {
 	harness, weir string
 	seed          uint64
 	scenarios     int
+	parallel      int
+	topologyAuto  bool
 	quiet, settle time.Duration
 	keep          bool
 }
@@ -38,16 +42,18 @@ func main() {
 	flag.StringVar(&o.weir, "weir", os.Getenv("WEIR"), "weir binary (env WEIR)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the first scenario; scenario i uses seed+i")
 	flag.IntVar(&o.scenarios, "scenarios", 20, "number of scenarios")
+	flag.IntVar(&o.parallel, "parallel", 1, "how many scenarios run at once, each in its own pair of namespaces with its own controllers")
 	flag.DurationVar(&o.quiet, "quiet", 2*time.Second, "how long both sides must make no write before their state is compared")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a difference may last before it counts (retries with backoff)")
+	flag.BoolVar(&o.topologyAuto, "topology-auto", false, "also generate Services whose topology-mode annotation asks for hints (Auto), where weir differs from upstream today (docs/real-kubernetes.md, open findings)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the harness directory (logs, audit log) in place")
 	flag.Parse()
 	if o.harness == "" || o.weir == "" {
 		fmt.Fprintln(os.Stderr, "conformance: --harness and --weir (or KUBE_HARNESS and WEIR) are required")
 		os.Exit(2)
 	}
-	if o.scenarios < 1 || o.quiet <= 0 {
-		fmt.Fprintln(os.Stderr, "conformance: --scenarios must be at least 1 and --quiet positive")
+	if o.scenarios < 1 || o.parallel < 1 || o.quiet <= 0 {
+		fmt.Fprintln(os.Stderr, "conformance: --scenarios and --parallel must be at least 1 and --quiet positive")
 		os.Exit(2)
 	}
 	passed, failed, err := run(o)
@@ -99,25 +105,50 @@ func run(o options) (passed, failed int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	stopFollowing := make(chan struct{})
+	defer close(stopFollowing)
+	go audit.follow(100*time.Millisecond, stopFollowing)
 	deviations := map[string]int{}
 	features := map[string]int{}
-	for i := range o.scenarios {
-		s := generate(o.seed + uint64(i))
-		for f := range s.features {
-			features[f]++
-		}
-		r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i)
-		for _, d := range r.classified {
-			deviations[d]++
-		}
-		if r.err != nil {
-			failed++
-			fmt.Printf("FAIL scenario seed=%d: %v\n", s.seed, r.err)
-		} else {
-			passed++
-			fmt.Printf("ok   scenario seed=%d (%d services, %d pods, %d steps)\n", s.seed, len(s.services), len(s.pods), len(s.steps))
-		}
+	// Scenarios share the API server and its Nodes, and nothing else: each has its own pair of
+	// namespaces and its own controller processes, and waits for quiet in its namespaces only.
+	var mu sync.Mutex
+	indices := make(chan int)
+	var workers sync.WaitGroup
+	for range o.parallel {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for i := range indices {
+				s := generate(o.seed+uint64(i), o.topologyAuto)
+				observed := map[string]bool{}
+				r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i, observed)
+				mu.Lock()
+				for f := range s.features {
+					features[f]++
+				}
+				for f := range observed {
+					features[f]++
+				}
+				for _, d := range r.classified {
+					deviations[d]++
+				}
+				if r.err != nil {
+					failed++
+					fmt.Printf("FAIL scenario seed=%d: %v\n", s.seed, r.err)
+				} else {
+					passed++
+					fmt.Printf("ok   scenario seed=%d (%d services, %d pods, %d steps)\n", s.seed, len(s.services), len(s.pods), len(s.steps))
+				}
+				mu.Unlock()
+			}
+		}()
 	}
+	for i := range o.scenarios {
+		indices <- i
+	}
+	close(indices)
+	workers.Wait()
 	fmt.Printf("features covered (scenarios): %s\n", describeWrites(features))
 	fmt.Printf("listed deviations recognised: %s\n", describeWrites(deviations))
 	return passed, failed, nil
@@ -128,8 +159,28 @@ type result struct {
 	classified []string
 }
 
+// observe notes in into what upstream's output shows that a generated feature is meant to
+// bring about (hints written, Endpoints truncated), so the report says whether it took effect.
+func observe(into map[string]bool, st state) {
+	for _, e := range st.endpoints {
+		if e.Annotations[corev1.EndpointsOverCapacity] != "" {
+			into["observed-endpoints-truncated"] = true
+		}
+	}
+	for _, slices := range st.slices {
+		for _, s := range slices {
+			if strings.Contains(s, `"forZones"`) {
+				into["observed-zone-hints"] = true
+			}
+			if strings.Contains(s, `"forNodes"`) {
+				into["observed-node-hints"] = true
+			}
+		}
+	}
+}
+
 func runScenario(ctx context.Context, o options, dir, kubeconfig string, client kubernetes.Interface,
-	audit *auditLog, s *scenario, index int) (r result) {
+	audit *auditLog, s *scenario, index int, observed map[string]bool) (r result) {
 	upNS, weirNS := fmt.Sprintf("s%d-upstream", index), fmt.Sprintf("s%d-weir", index)
 	for _, ns := range []string{upNS, weirNS} {
 		if err := createNamespace(ctx, client, ns); err != nil {
@@ -151,8 +202,8 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	// side coalesces by its own timing, while one change on a quiet cluster must cost both sides
 	// the same writes (a no-op one side skips and the other writes is a difference).
 	var upBefore, weirBefore map[string]int
-	check := func(point string) error {
-		if err := waitQuiet(audit, o.quiet); err != nil {
+	check := func(point string, st *step) error {
+		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
 			return err
 		}
 		// Quiet is not converged: a side may be waiting out a retry backoff (upstream's
@@ -169,18 +220,26 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			if err != nil {
 				return err
 			}
-			diffs = compareStates(upState, weirState)
+			observe(observed, upState)
+			diffs = classifyHandEdit(st, compareStates(upState, weirState))
 			if !hasUnexplained(diffs) || time.Now().After(settled) {
 				break
 			}
 			time.Sleep(time.Second)
 		}
-		if err := waitQuiet(audit, o.quiet); err != nil {
+		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
 			return err
 		}
-		upNow, weirNow := cloneCounts(audit.writes[upNS]), cloneCounts(audit.writes[weirNS])
+		upNow, err := audit.counts(upNS)
+		if err != nil {
+			return err
+		}
+		weirNow, err := audit.counts(weirNS)
+		if err != nil {
+			return err
+		}
 		if upBefore != nil {
-			diffs = append(diffs, compareWrites(point, subtract(upNow, upBefore), subtract(weirNow, weirBefore))...)
+			diffs = append(diffs, classifyHandEdit(st, compareWrites(point, subtract(upNow, upBefore), subtract(weirNow, weirBefore)))...)
 		}
 		upBefore, weirBefore = upNow, weirNow
 		var unexplained []string
@@ -197,46 +256,88 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		return nil
 	}
 
+	if err := createScenarioNode(ctx, client, s); err != nil {
+		return result{err: err}
+	}
+	defer func() { r.err = errors.Join(r.err, deleteNode(ctx, client, s.node)) }()
 	for _, ns := range []string{upNS, weirNS} {
 		if err := applyInitial(ctx, client, ns, s); err != nil {
 			return result{err: err}
 		}
 	}
-	if err := check("the initial state"); err != nil {
+	if err := check("the initial state", nil); err != nil {
 		return result{err: err, classified: r.classified}
 	}
 	for n, st := range s.steps {
-		for _, ns := range []string{upNS, weirNS} {
-			if err := applyStep(ctx, client, ns, st); err != nil {
-				return result{err: fmt.Errorf("step %d (%s %s) in %s: %w", n+1, st.kind, st.name, ns, err), classified: r.classified}
-			}
+		if err := applyToBoth(ctx, client, upNS, weirNS, st); err != nil {
+			return result{err: fmt.Errorf("step %d (%s %s): %w", n+1, st.kind, st.name, err), classified: r.classified}
 		}
-		if err := check(fmt.Sprintf("step %d (%s %s)", n+1, st.kind, st.name)); err != nil {
+		if err := check(fmt.Sprintf("step %d (%s %s)", n+1, st.kind, st.name), &st); err != nil {
 			return result{err: err, classified: r.classified}
 		}
 	}
 
 	// Takeover: upstream's controllers stop, and weir starts on the namespace they wrote, as
-	// when it replaces kube-controller-manager's controllers; it must write nothing.
+	// when it replaces kube-controller-manager's controllers; it must write nothing. Upstream
+	// restarts once first: a change it does not watch for (a Node removed, R2.10) reaches its
+	// output only at a Service's next sync, which a restart brings, so the state weir takes
+	// over is what upstream itself converges to.
 	if err := upstream.stop(); err != nil {
 		return result{err: err, classified: r.classified}
 	}
-	if err := waitQuiet(audit, o.quiet); err != nil {
+	restarted, err := startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+"-restart.log"))
+	if err != nil {
 		return result{err: err, classified: r.classified}
 	}
-	before := cloneCounts(audit.writes[upNS])
+	if err := waitQuiet(audit, o.quiet, upNS); err != nil {
+		_ = restarted.stop()
+		return result{err: err, classified: r.classified}
+	}
+	if err := restarted.stop(); err != nil {
+		return result{err: err, classified: r.classified}
+	}
+	before, err := audit.counts(upNS)
+	if err != nil {
+		return result{err: err, classified: r.classified}
+	}
 	takeover, err := startWeir(o.weir, kubeconfig, upNS, dir, upNS+"-takeover.log")
 	if err != nil {
 		return result{err: err, classified: r.classified}
 	}
 	defer func() { r.err = errors.Join(r.err, takeover.stop()) }()
-	if err := waitQuiet(audit, o.quiet); err != nil {
+	if err := waitQuiet(audit, o.quiet, upNS); err != nil {
 		return result{err: err, classified: r.classified}
 	}
-	if writes := subtract(cloneCounts(audit.writes[upNS]), before); len(writes) > 0 {
+	after, err := audit.counts(upNS)
+	if err != nil {
+		return result{err: err, classified: r.classified}
+	}
+	if writes := subtract(after, before); len(writes) > 0 {
 		return result{err: fmt.Errorf("taking over from upstream's output, weir wrote %s", describeWrites(writes)), classified: r.classified}
 	}
 	return result{classified: r.classified}
+}
+
+// classifyHandEdit recognises D3 (docs/upstream-behaviour.md §18) around a hand edit of a
+// Service's Endpoints: weir restores them at once, with one write, where upstream, which does
+// not watch Endpoints updates, keeps the edit until the Service's next sync (the touch that
+// follows), and writes then. Only those differences are classified; any other stays
+// unexplained.
+func classifyHandEdit(st *step, diffs []difference) []difference {
+	if st == nil || (st.kind != stepEditEndpoints && st.kind != stepTouchService) {
+		return diffs
+	}
+	for i, d := range diffs {
+		switch {
+		case st.kind == stepEditEndpoints && d.endpoints == st.name && d.upstreamHandEdited && !d.weirHandEdited:
+			diffs[i].deviation = "D3"
+		case st.kind == stepEditEndpoints && d.resource == "endpoints" && d.weirWrites == d.upstreamWrites+1:
+			diffs[i].deviation = "D3"
+		case st.kind == stepTouchService && d.resource == "endpoints" && d.upstreamWrites == d.weirWrites+1:
+			diffs[i].deviation = "D3"
+		}
+	}
+	return diffs
 }
 
 func hasUnexplained(diffs []difference) bool {
@@ -248,21 +349,26 @@ func hasUnexplained(diffs []difference) bool {
 	return false
 }
 
-// waitQuiet returns once the audit log shows no write for the quiet period.
-func waitQuiet(audit *auditLog, quiet time.Duration) error {
+// waitQuiet returns once the audit log shows no write in the namespaces for the quiet period.
+func waitQuiet(audit *auditLog, quiet time.Duration, namespaces ...string) error {
 	const limit = 2 * time.Minute
 	start := time.Now()
-	last, lastChange := audit.total, time.Now()
+	last, err := audit.activity(namespaces...)
+	if err != nil {
+		return err
+	}
+	lastChange := time.Now()
 	for time.Since(lastChange) < quiet {
 		if time.Since(start) > limit {
 			return fmt.Errorf("the controllers kept writing for %v", limit)
 		}
 		time.Sleep(100 * time.Millisecond)
-		if err := audit.poll(); err != nil {
+		now, err := audit.activity(namespaces...)
+		if err != nil {
 			return err
 		}
-		if audit.total != last {
-			last, lastChange = audit.total, time.Now()
+		if now != last {
+			last, lastChange = now, time.Now()
 		}
 	}
 	return nil
@@ -299,8 +405,8 @@ func compareWrites(point string, upstream, weir map[string]int) []difference {
 	var diffs []difference
 	for _, resource := range unionKeys(u, w) {
 		if u[resource] != w[resource] {
-			diffs = append(diffs, difference{what: fmt.Sprintf("%s writes for %s: upstream %s, weir %s",
-				resource, point, describeWrites(upstream), describeWrites(weir))})
+			diffs = append(diffs, difference{resource: resource, upstreamWrites: u[resource], weirWrites: w[resource],
+				what: fmt.Sprintf("%s writes for %s: upstream %s, weir %s", resource, point, describeWrites(upstream), describeWrites(weir))})
 		}
 	}
 	sort.Slice(diffs, func(i, j int) bool { return diffs[i].what < diffs[j].what })

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -16,6 +17,12 @@ type scenario struct {
 	services []*corev1.Service
 	pods     []*podState
 	steps    []step
+	// node is this scenario's own Node (Nodes are cluster-wide; the harness Nodes are shared by
+	// every scenario): not ready, so upstream's topology cache ignores it and removing it
+	// changes no other scenario's hints.
+	node string
+	// foreign are EndpointSlices of someone else, present from the start in both namespaces.
+	foreign []*discoveryv1.EndpointSlice
 	// features lists what the scenario exercises, for the report.
 	features map[string]bool
 }
@@ -35,6 +42,8 @@ type step struct {
 	ports  []corev1.ServicePort
 	ready  bool
 	pod    *podState // stepAddPod
+	// touch is the value stepTouchService writes to the Service's annotation.
+	touch int
 }
 
 const (
@@ -46,12 +55,40 @@ const (
 	stepSelector     = "change-selector"
 	stepPorts        = "change-ports"
 	stepServiceLabel = "relabel-service"
+	stepDeleteNode   = "delete-node"
+	// A hand edit of a Service's Endpoints (extra label, subsets dropped). Upstream's endpoints
+	// controller does not watch Endpoints updates and restores them at the Service's next sync;
+	// weir restores them at once (D3). The step after it touches the Service, which makes
+	// upstream sync it.
+	stepEditEndpoints = "hand-edit-endpoints"
+	stepTouchService  = "touch-service"
+	// A hand edit of one of a Service's controller-owned EndpointSlices (extra label, first
+	// endpoint dropped), and its deletion: both controllers watch their slices.
+	stepEditSlice   = "hand-edit-slice"
+	stepDeleteSlice = "delete-owned-slice"
 )
 
-// harnessNodes are created once for the whole run: Nodes in three zones (the fourth has no zone
-// label), since no kubelet registers any.
-var harnessNodes = []struct{ name, zone string }{
-	{"node-a1", "zone-a"}, {"node-a2", "zone-a"}, {"node-b1", "zone-b"}, {"node-c1", "zone-c"}, {"node-nozone", ""},
+// Hand-edit markers, the same in both namespaces.
+const (
+	handEditLabel     = "conformance.weir.dev/hand-edited"
+	touchAnnotation   = "conformance.weir.dev/touched"
+	topologyModeKey   = "service.kubernetes.io/topology-mode"
+	foreignManager    = "another-controller.example.com"
+	upstreamSliceMgr  = "endpointslice-controller.k8s.io"
+	scenarioNodeZone  = "zone-b"
+	hostNetworkChance = 8
+)
+
+// harnessNodes are created once for the whole run, since no kubelet registers any: ready Nodes
+// in three zones with allocatable CPU (what topology-aware hints weigh), and one without a zone
+// label that is not ready (a ready Node without a zone would disable hints cluster-wide).
+// hostNetwork pods take their Node's address.
+var harnessNodes = []struct{ name, zone, cpu, ipv4, ipv6 string }{
+	{"node-a1", "zone-a", "4", "10.0.1.1", "fd00:10::1:1"},
+	{"node-a2", "zone-a", "2", "10.0.1.2", "fd00:10::1:2"},
+	{"node-b1", "zone-b", "4", "10.0.2.1", "fd00:10::2:1"},
+	{"node-c1", "zone-c", "6", "10.0.3.1", "fd00:10::3:1"},
+	{"node-nozone", "", "", "10.0.9.1", "fd00:10::9:1"},
 }
 
 var appLabels = []map[string]string{
@@ -59,26 +96,38 @@ var appLabels = []map[string]string{
 }
 
 type generator struct {
-	rng      *rand.Rand
-	s        *scenario
-	nextIPv4 int
-	nextIPv6 int
-	nextPod  int
+	rng          *rand.Rand
+	topologyAuto bool
+	s            *scenario
+	nextIPv4     int
+	nextIPv6     int
+	nextPod      int
 }
 
 // generate builds the scenario of seed. Every random choice comes from one PCG stream seeded
-// by it.
-func generate(seed uint64) *scenario {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), s: &scenario{seed: seed, features: map[string]bool{}}}
+// by it. topologyAuto lets the topology-mode annotation ask for topology-aware hints (`Auto`,
+// `auto`); without it the annotation only takes values that leave them off, since weir's
+// answer to those Services differs from upstream's (docs/real-kubernetes.md, open findings).
+func generate(seed uint64, topologyAuto bool) *scenario {
+	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), topologyAuto: topologyAuto,
+		s: &scenario{seed: seed, features: map[string]bool{}, node: fmt.Sprintf("node-seed-%d", seed)}}
 	services := 1 + g.rng.IntN(3)
 	for i := range services {
 		g.s.services = append(g.s.services, g.service(fmt.Sprintf("svc-%d", i)))
 	}
 	pods := g.rng.IntN(10)
-	if g.rng.IntN(8) == 0 {
+	switch {
+	case g.chance(40):
+		// Beyond Endpoints' capacity (1,000 addresses, truncated) and many slices.
+		pods = 1001 + g.rng.IntN(100)
+		g.feature("more-than-1000-endpoints")
+	case g.chance(8):
 		// Beyond one slice (100 endpoints) and the packing of several.
 		pods = 101 + g.rng.IntN(60)
 		g.feature("more-than-100-endpoints")
+	}
+	if g.chance(4) {
+		g.s.foreign = append(g.s.foreign, g.foreignSlice(len(g.s.foreign)))
 	}
 	for range pods {
 		g.s.pods = append(g.s.pods, g.pod())
@@ -86,6 +135,10 @@ func generate(seed uint64) *scenario {
 	steps := g.rng.IntN(6)
 	for range steps {
 		if st, ok := g.step(); ok {
+			if st.kind == stepEditEndpoints {
+				g.s.steps = append(g.s.steps, st, step{kind: stepTouchService, name: st.name, touch: len(g.s.steps)})
+				continue
+			}
 			if st.kind == stepDeletePod {
 				// The API server turns a DELETE of a running pod into an update that marks it
 				// terminating, then the removal; a controller may or may not see the first
@@ -130,6 +183,24 @@ func (g *generator) service(name string) *corev1.Service {
 		svc.Spec.PublishNotReadyAddresses = true
 		g.feature("publishNotReadyAddresses")
 	}
+	switch g.rng.IntN(8) {
+	case 0:
+		distribution := []string{"PreferClose", "PreferSameZone", "PreferSameNode"}[g.rng.IntN(3)]
+		svc.Spec.TrafficDistribution = &distribution
+		g.feature("trafficDistribution")
+	case 1, 2:
+		// Only `Auto` and `auto` ask for hints (upstream-endpointslices.md R5.1).
+		modes := []string{"Disabled", "PreferZone", "AUTO"}
+		if g.topologyAuto {
+			modes = append(modes, "Auto", "auto")
+		}
+		mode := modes[g.rng.IntN(len(modes))]
+		svc.Annotations = map[string]string{topologyModeKey: mode}
+		g.feature("topology-mode")
+		if mode == "Auto" || mode == "auto" {
+			g.feature("topology-mode-auto")
+		}
+	}
 	svc.Spec.Ports = g.servicePorts(svc.Spec.ClusterIP == corev1.ClusterIPNone)
 	return svc
 }
@@ -171,7 +242,13 @@ func (g *generator) servicePorts(headless bool) []corev1.ServicePort {
 func (g *generator) pod() *podState {
 	name := fmt.Sprintf("pod-%d", g.nextPod)
 	g.nextPod++
-	node := harnessNodes[g.rng.IntN(len(harnessNodes))].name
+	n := g.rng.IntN(len(harnessNodes) + 1)
+	node, ipv4, ipv6 := g.s.node, "10.0.200.1", "fd00:10::200:1"
+	if n < len(harnessNodes) {
+		node, ipv4, ipv6 = harnessNodes[n].name, harnessNodes[n].ipv4, harnessNodes[n].ipv6
+	} else {
+		g.feature("pods-on-a-removable-node")
+	}
 	container := corev1.Container{Name: "app", Image: "registry.invalid/app:1"}
 	named := []corev1.ContainerPort{
 		{Name: "web", ContainerPort: int32(8080 + g.rng.IntN(2)), Protocol: corev1.ProtocolTCP},
@@ -196,6 +273,19 @@ func (g *generator) pod() *podState {
 		container.Ports = named
 	}
 	pod.Spec.Containers = []corev1.Container{container}
+	hostNetwork := g.chance(hostNetworkChance)
+	if hostNetwork {
+		// The pod has its Node's addresses; a host-network container port is also a host port.
+		pod.Spec.HostNetwork = true
+		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range list {
+				for j := range list[i].Ports {
+					list[i].Ports[j].HostPort = list[i].Ports[j].ContainerPort
+				}
+			}
+		}
+		g.feature("hostNetwork")
+	}
 	if g.chance(4) {
 		pod.Spec.Hostname = fmt.Sprintf("host-%d", g.nextPod)
 		if g.chance(2) {
@@ -203,7 +293,38 @@ func (g *generator) pod() *podState {
 		}
 		g.feature("hostname-subdomain")
 	}
-	return &podState{pod: pod, status: g.status()}
+	status := g.status()
+	if hostNetwork && len(status.PodIPs) > 0 {
+		status.PodIPs = []corev1.PodIP{{IP: ipv4}}
+		if g.chance(3) {
+			status.PodIPs = append(status.PodIPs, corev1.PodIP{IP: ipv6})
+		}
+		status.PodIP = ipv4
+		status.HostIP = ipv4
+		status.HostIPs = []corev1.HostIP{{IP: ipv4}}
+	}
+	return &podState{pod: pod, status: status}
+}
+
+// foreignSlice is an EndpointSlice of a selected Service that neither controller manages: no
+// managed-by label, or another controller's. Both must leave it alone.
+func (g *generator) foreignSlice(i int) *discoveryv1.EndpointSlice {
+	labels := map[string]string{discoveryv1.LabelServiceName: "svc-0"}
+	if g.chance(2) {
+		labels[discoveryv1.LabelManagedBy] = foreignManager
+		g.feature("foreign-slice-other-manager")
+	} else {
+		g.feature("foreign-slice-unmanaged")
+	}
+	port, name, protocol := int32(8080), "web", corev1.ProtocolTCP
+	ready := true
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: fmt.Sprintf("foreign-%d", i), Labels: labels},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("192.0.2.%d", 1+i)},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &protocol}},
+	}
 }
 
 func (g *generator) status() corev1.PodStatus {
@@ -256,7 +377,7 @@ func (g *generator) ipv6() string {
 
 func (g *generator) step() (step, bool) {
 	pods, services := g.s.pods, g.s.services
-	switch g.rng.IntN(9) {
+	switch g.rng.IntN(13) {
 	case 0, 1:
 		if len(pods) == 0 {
 			return step{}, false
@@ -287,6 +408,18 @@ func (g *generator) step() (step, bool) {
 	case 6:
 		g.feature("selector-change")
 		return step{kind: stepSelector, name: services[g.rng.IntN(len(services))].Name, labels: cloneMap(appLabels[g.rng.IntN(len(appLabels))])}, true
+	case 9:
+		g.feature("node-removed")
+		return step{kind: stepDeleteNode, name: g.s.node}, true
+	case 10:
+		g.feature("hand-edit-endpoints")
+		return step{kind: stepEditEndpoints, name: services[g.rng.IntN(len(services))].Name}, true
+	case 11:
+		g.feature("hand-edit-slice")
+		return step{kind: stepEditSlice, name: services[g.rng.IntN(len(services))].Name}, true
+	case 12:
+		g.feature("owned-slice-deleted")
+		return step{kind: stepDeleteSlice, name: services[g.rng.IntN(len(services))].Name}, true
 	case 7:
 		g.feature("port-change")
 		return step{kind: stepPorts, name: services[g.rng.IntN(len(services))].Name, ports: g.servicePorts(false)}, true
