@@ -141,8 +141,12 @@ func startWeir(weir, kubeconfig, ns, dir, logName string) (*process, error) {
 		return nil, err
 	}
 	defer log.Close()
+	// A debug build on a loaded 2-core machine, several scenarios at once, can take over the
+	// default 100 ms per guest call (the start-up probe included, which then refuses the guest);
+	// the deadline itself is tested by weir's own tests, not here.
 	command := exec.Command(weir, "run", "--kubeconfig", kubeconfig, "--namespace", ns,
-		"--leader-elect=false", "--admin-addr", admin, "--cache-dir", filepath.Join(dir, "weir-cache"))
+		"--leader-elect=false", "--admin-addr", admin, "--cache-dir", filepath.Join(dir, "weir-cache"),
+		"--guest-deadline", "10s")
 	command.Env = append(os.Environ(), "WEIR_LOG=info")
 	command.Stdout = log
 	command.Stderr = log
