@@ -18,6 +18,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -225,6 +226,24 @@ pub fn renewal_instant(
     }
 }
 
+/// Whether a Lease request failed because the Lease does not exist (any more).
+fn lease_gone(error: &LeaseManagerError) -> bool {
+    match error {
+        LeaseManagerError::NonexistentLease(_) => true,
+        LeaseManagerError::KubeError(kube::Error::Api(status)) => status.code == 404,
+        _ => false,
+    }
+}
+
+/// What one step of the Lease manager came to.
+struct StepOutcome {
+    /// `None`: the step did not try to create the Lease again; `Some(None)`: it tried and
+    /// failed; `Some(Some(m))`: it did, and `m` is the manager built with it.
+    recreated: Option<Option<Arc<LeaseManager>>>,
+    /// Whether this replica holds the Lease, or why the request failed.
+    result: kube_lease_manager::Result<bool>,
+}
+
 /// How the election runs (kube-controller-manager's `--leader-elect-*` flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Election {
@@ -319,10 +338,24 @@ impl Election {
             .unwrap_or_else(|| "kube-system".into())
     }
 
+    /// The Lease manager's settings: it creates the Lease when it is missing.
+    fn lease_manager(&self, client: kube::Client) -> LeaseManagerBuilder {
+        let secs = self.lease_duration.as_secs();
+        LeaseManagerBuilder::new(client, &self.name)
+            .with_namespace(&self.namespace)
+            .with_identity(&self.identity)
+            .with_duration(secs)
+            // The holder renews `grace` before expiry: once per retry period.
+            .with_grace(secs - self.retry_period.as_secs())
+    }
+
     /// Takes part in the election until `stopped` (the controller has finished; a held Lease
     /// is then released so a standby takes over at once) or until this replica loses the Lease
     /// or fails to renew it within the renew deadline (`Err(Lost)`: the caller must stop and
     /// exit non-zero). The gate follows the Lease as this replica sees it in the API server.
+    /// A Lease that disappears (deleted, or lost with the API server's state) is created
+    /// again, as client-go's elector does; the leader then takes it again at once, unless
+    /// another replica was quicker.
     pub async fn run(
         &self,
         client: kube::Client,
@@ -330,19 +363,10 @@ impl Election {
         metrics: &Metrics,
         stopped: &CancellationToken,
     ) -> Result<(), ElectionError> {
-        let secs = self.lease_duration.as_secs();
         metrics.set_leader(&self.name, false);
-        let manager = loop {
-            let built = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &self.name)
-                .with_namespace(&self.namespace)
-                .with_identity(&self.identity)
-                .with_duration(secs)
-                // The holder renews `grace` before expiry: once per retry period.
-                .with_grace(secs - self.retry_period.as_secs())
-                .build()
-                .await;
-            match built {
-                Ok(m) => break m,
+        let mut manager = loop {
+            match self.lease_manager(client.clone()).build().await {
+                Ok(m) => break Arc::new(m),
                 Err(error) => {
                     tracing::warn!(%error, lease = %self.name, namespace = %self.namespace, "cannot set up the leader-election lease; retrying");
                     tokio::select! {
@@ -354,36 +378,74 @@ impl Election {
         };
         tracing::info!(identity = %self.identity, lease = %self.name, namespace = %self.namespace, "standing by for the leader-election lease");
         let fields = format!("metadata.name={}", self.name);
-        let leases: Api<Lease> = Api::namespaced(client, &self.namespace);
+        let leases: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
         let observed = watcher::watcher(leases, watcher::Config::default().fields(&fields))
             .default_backoff()
             .applied_objects();
         let mut observed = std::pin::pin!(observed);
-        type Step<'a> = Pin<Box<dyn Future<Output = kube_lease_manager::Result<bool>> + Send + 'a>>;
-        let mut step: Step = Box::pin(manager.changed());
+        // Each step of the manager owns it, and says whether it tried to create the Lease again
+        // and with which manager built afresh, if that worked.
+        type Step = Pin<Box<dyn Future<Output = StepOutcome> + Send>>;
+        let changed = |m: Arc<LeaseManager>, after: Duration| -> Step {
+            Box::pin(async move {
+                tokio::time::sleep(after).await;
+                StepOutcome {
+                    recreated: None,
+                    result: m.changed().await,
+                }
+            })
+        };
+        // client-go's elector creates a Lease it finds missing (deleted, or lost with the API
+        // server's state) and goes on; the manager only does so when it is built. A first try
+        // is made at once; a try after a failed one waits a retry period, so a Lease that
+        // cannot be created (its namespace gone) is not asked for in a tight loop.
+        let recreate = |builder: LeaseManagerBuilder, after: Duration| -> Step {
+            Box::pin(async move {
+                tokio::time::sleep(after).await;
+                match builder.build().await {
+                    Ok(m) => {
+                        let m = Arc::new(m);
+                        let result = m.changed().await;
+                        StepOutcome {
+                            recreated: Some(Some(m)),
+                            result,
+                        }
+                    }
+                    Err(e) => StepOutcome {
+                        recreated: Some(None),
+                        result: Err(e),
+                    },
+                }
+            })
+        };
+        let mut step: Step = changed(manager.clone(), Duration::ZERO);
         let mut manager_leads = false;
         let mut holder: Option<String> = None;
         let mut watch_ended = false;
         let outcome = loop {
             tokio::select! {
                 _ = stopped.cancelled() => break Ok(()),
-                result = &mut step => {
+                StepOutcome { recreated, result } = &mut step => {
+                    let failed_to_recreate = matches!(recreated, Some(None));
+                    if let Some(Some(rebuilt)) = recreated {
+                        manager = rebuilt;
+                    }
                     step = match result {
                         Ok(leads) => {
                             manager_leads = leads;
                             if !leads && gate.lose() {
                                 break Err(ElectionError::Lost("another replica holds the lease".into()));
                             }
-                            Box::pin(manager.changed())
+                            changed(manager.clone(), Duration::ZERO)
+                        }
+                        Err(error) if lease_gone(&error) => {
+                            tracing::warn!(lease = %self.name, namespace = %self.namespace, "the leader-election lease is gone; creating it again");
+                            let after = if failed_to_recreate { self.retry_period } else { Duration::ZERO };
+                            recreate(self.lease_manager(client.clone()), after)
                         }
                         Err(error) => {
                             tracing::warn!(%error, "leader-election lease request failed; retrying");
-                            let retry = self.retry_period;
-                            let manager = &manager;
-                            Box::pin(async move {
-                                tokio::time::sleep(retry).await;
-                                manager.changed().await
-                            })
+                            changed(manager.clone(), self.retry_period)
                         }
                     };
                 }
@@ -405,6 +467,12 @@ impl Election {
                     if spec.holder_identity != holder {
                         holder = spec.holder_identity.clone();
                         tracing::info!(holder = holder.as_deref().unwrap_or(""), "leader-election lease holder changed");
+                    }
+                    // A Lease without a holder (just created again, or released) is held by
+                    // no one: not a loss, and not a renewal either (the renew deadline still
+                    // runs from the last one).
+                    if holder.as_deref().is_none_or(str::is_empty) {
+                        continue;
                     }
                     if holder.as_deref() != Some(self.identity.as_str()) {
                         if gate.lose() {
@@ -435,6 +503,7 @@ impl Election {
         };
         drop(step);
         metrics.set_leader(&self.name, false);
+        let manager = &manager;
         match &outcome {
             Err(error) => tracing::error!(%error, "stopping all writes"),
             Ok(()) if manager_leads => {

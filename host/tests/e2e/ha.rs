@@ -24,16 +24,22 @@ struct Replica {
 }
 
 impl Replica {
-    /// Starts a replica and reads its election identity from its (JSON) log.
+    /// Starts a replica with short election timings (lease 3 s, renew deadline 2 s, retry
+    /// 1 s) and reads its election identity from its (JSON) log.
     fn start(kubeconfig: &Path) -> Replica {
+        Replica::start_timed(kubeconfig, ["3s", "2s", "1s"])
+    }
+
+    /// [`Replica::start`] with the lease duration, renew deadline and retry period given.
+    fn start_timed(kubeconfig: &Path, [lease, renew, retry]: [&str; 3]) -> Replica {
         let port = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
         command
             .args(["run", "--log-format", "json", "--workers", "2"])
             .args(["--admin-addr", &format!("127.0.0.1:{port}")])
-            .args(["--leader-elect-lease-duration", "3s"])
-            .args(["--leader-elect-renew-deadline", "2s"])
-            .args(["--leader-elect-retry-period", "1s"])
+            .args(["--leader-elect-lease-duration", lease])
+            .args(["--leader-elect-renew-deadline", renew])
+            .args(["--leader-elect-retry-period", retry])
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .env("WEIR_LOG", "info")
@@ -302,6 +308,67 @@ async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts
         a_writes.last - b_writes.first
     );
     let status = tokio::task::block_in_place(|| b.proc.stop("-TERM"));
+    assert!(status.success(), "{status:?}");
+}
+
+/// A Lease deleted under a running leader (as when the API server lost its state) is created
+/// again, as client-go's elector does: the leader takes it again and goes on writing, without
+/// exiting.
+///
+/// The leader's renew deadline (30 s) is far above a loaded machine's delays, so only a leader
+/// that cannot create the Lease again exits here; with a short one, a renewal late for load
+/// alone would end it too. The windows are as generous, for the same reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_lease_is_created_again_and_the_leader_keeps_leading() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    const WINDOW: Duration = Duration::from_secs(120);
+    let mut objects = web_app();
+    objects.push(namespace("weir-system"));
+    let c = Cluster::start(objects).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(&c, &dir);
+    let mut a = Replica::start_timed(&kubeconfig, ["40s", "30s", "1s"]);
+    a.wait_status(1, WINDOW).await;
+    c.wait_ips_within(WINDOW, "app", "web", &["10.1.0.1"], &[])
+        .await;
+    let leases: kube::Api<Lease> = kube::Api::namespaced(c.client.clone(), "weir-system");
+    let deleted = leases
+        .delete("weir", &Default::default())
+        .await
+        .expect("the Lease is deleted");
+    let old_uid = deleted
+        .left()
+        .and_then(|l| l.metadata.uid)
+        .expect("the deleted Lease");
+    // Created again (a new object), held by a, and renewed three times (once a retry period,
+    // 1 s) after that: a kept leading.
+    let mut renewals = std::collections::BTreeSet::new();
+    wait_for_within(
+        WINDOW,
+        "the Lease created again and renewed three times by a",
+        || {
+            let lease = c.server.store().get("leases", "weir-system", "weir");
+            let fresh = lease
+                .filter(|l| l["metadata"]["uid"].as_str() != Some(old_uid.as_str()))
+                .filter(|l| l["spec"]["holderIdentity"].as_str() == Some(a.identity.as_str()));
+            if let Some(renewed) =
+                fresh.and_then(|l| l["spec"]["renewTime"].as_str().map(String::from))
+            {
+                renewals.insert(renewed);
+            }
+            let done = renewals.len() >= 3;
+            async move { done }
+        },
+    )
+    .await;
+    assert!(a.proc.exited().is_none(), "the leader exited");
+    assert_eq!(a.leader_status().await, Some(1));
+    // And it still writes.
+    c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", false))
+        .await;
+    c.wait_ips_within(WINDOW, "app", "web", &[], &["10.1.0.1"])
+        .await;
+    let status = tokio::task::block_in_place(|| a.proc.stop("-TERM"));
     assert!(status.success(), "{status:?}");
 }
 
