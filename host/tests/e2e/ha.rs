@@ -27,11 +27,16 @@ impl Replica {
     /// Starts a replica with short election timings (lease 3 s, renew deadline 2 s, retry
     /// 1 s) and reads its election identity from its (JSON) log.
     fn start(kubeconfig: &Path) -> Replica {
-        Replica::start_timed(kubeconfig, ["3s", "2s", "1s"])
+        Replica::start_timed(kubeconfig, ["3s", "2s", "1s"], DEADLINE)
     }
 
-    /// [`Replica::start`] with the lease duration, renew deadline and retry period given.
-    fn start_timed(kubeconfig: &Path, [lease, renew, retry]: [&str; 3]) -> Replica {
+    /// [`Replica::start`] with the lease duration, renew deadline and retry period given,
+    /// allowing `window` for the replica to start.
+    fn start_timed(
+        kubeconfig: &Path,
+        [lease, renew, retry]: [&str; 3],
+        window: Duration,
+    ) -> Replica {
         let port = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
         command
@@ -48,7 +53,7 @@ impl Replica {
         let proc = Proc::spawn_logging(command);
         let standing_by = "standing by for the leader-election lease";
         let lines = tokio::task::block_in_place(|| {
-            proc.read_until("the replica's election identity", |seen| {
+            proc.read_until_within(window, "the replica's election identity", |seen| {
                 seen.iter().any(|l| l.contains(standing_by))
             })
         });
@@ -327,7 +332,7 @@ async fn a_vanished_lease_is_created_again_and_the_leader_keeps_leading() {
     let c = Cluster::start(objects).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = kubeconfig(&c, &dir);
-    let mut a = Replica::start_timed(&kubeconfig, ["40s", "30s", "1s"]);
+    let mut a = Replica::start_timed(&kubeconfig, ["40s", "30s", "1s"], WINDOW);
     a.wait_status(1, WINDOW).await;
     c.wait_ips_within(WINDOW, "app", "web", &["10.1.0.1"], &[])
         .await;

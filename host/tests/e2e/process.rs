@@ -56,9 +56,19 @@ impl Proc {
     pub(super) fn read_until(
         &self,
         what: &str,
+        done: impl FnMut(&[String]) -> bool,
+    ) -> Vec<String> {
+        self.read_until_within(DEADLINE, what, done)
+    }
+
+    /// [`Proc::read_until`] with a window of `limit`.
+    pub(super) fn read_until_within(
+        &self,
+        limit: Duration,
+        what: &str,
         mut done: impl FnMut(&[String]) -> bool,
     ) -> Vec<String> {
-        let deadline = Instant::now() + DEADLINE;
+        let deadline = Instant::now() + limit;
         let mut seen = Vec::new();
         while !done(&seen) {
             let left = deadline.saturating_duration_since(Instant::now());
