@@ -47,12 +47,8 @@ pub struct Scope {
 /// `--max-endpoints-per-slice`, `--policy-config`).
 #[derive(Debug, Clone)]
 pub struct Shape {
-    /// Whether Endpoints are managed.
-    pub endpoints: bool,
-    /// Whether EndpointSlices are managed.
-    pub endpoint_slices: bool,
-    /// Most endpoints per slice.
-    pub max_endpoints_per_slice: u32,
+    /// The outputs managed and the most endpoints per slice, as the controller has them.
+    pub outputs: crate::controller::Outputs,
     /// The policy configuration (JSON text), or empty.
     pub config: String,
 }
@@ -171,10 +167,10 @@ impl ClusterState {
             .collect();
         slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let mut manage = Vec::new();
-        if shape.endpoints {
+        if shape.outputs.endpoints {
             manage.push("endpoints");
         }
-        if shape.endpoint_slices {
+        if shape.outputs.endpoint_slices {
             manage.push("endpointSlices");
         }
         let mut case = json!({
@@ -192,7 +188,7 @@ impl ClusterState {
                 subsets: e.subsets.clone(),
             }),
             "endpointSlices": slices,
-            "maxEndpointsPerSlice": shape.max_endpoints_per_slice,
+            "maxEndpointsPerSlice": shape.outputs.max_endpoints_per_slice,
             "manage": manage,
         });
         if !shape.config.is_empty() {

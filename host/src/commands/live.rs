@@ -8,7 +8,7 @@ use weir::client::ApiRate;
 use weir::selector::LabelSelector;
 use weir::snapshot::{ClusterState, Scope, Shape};
 
-use super::run::Output;
+use super::run::OutputArgs;
 
 /// Which cluster and Services to read, and the controller settings a sync depends on.
 #[derive(clap::Args, Debug, Clone)]
@@ -37,31 +37,15 @@ pub struct LiveArgs {
     #[arg(long, visible_alias = "config", value_name = "FILE")]
     pub policy_config: Option<PathBuf>,
 
-    /// The objects the controller writes, as `weir run --manage` says.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "endpoints,endpointslices",
-        value_name = "OUTPUTS"
-    )]
-    pub manage: Vec<Output>,
-
-    /// Most endpoints in one EndpointSlice, as `weir run --max-endpoints-per-slice` says.
-    #[arg(
-        long,
-        default_value_t = 100,
-        value_parser = clap::value_parser!(u16).range(1..=1000)
-    )]
-    pub max_endpoints_per_slice: u16,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 }
 
 impl LiveArgs {
     /// The controller settings these flags describe (the policy configuration file read).
     pub fn shape(&self) -> anyhow::Result<Shape> {
         Ok(Shape {
-            endpoints: self.manage.contains(&Output::Endpoints),
-            endpoint_slices: self.manage.contains(&Output::EndpointSlices),
-            max_endpoints_per_slice: u32::from(self.max_endpoints_per_slice),
+            outputs: self.outputs.outputs(),
             config: self
                 .policy_config
                 .as_deref()

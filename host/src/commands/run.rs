@@ -96,30 +96,8 @@ pub struct Args {
     #[arg(long, env = "WEIR_DRY_RUN")]
     pub dry_run: bool,
 
-    /// Which objects weir writes for each Service, from one guest decision: `endpoints`
-    /// (core/v1, deprecated since Kubernetes 1.33), `endpointslices` (discovery.k8s.io/v1,
-    /// what kube-proxy and DNS read), or both. Hand the same ones over from
-    /// kube-controller-manager (`--controllers=*,-endpoint,-endpointslice` for both). A guest
-    /// built for weir:endpoints@0.1.0 renders Endpoints only; weir then says so once.
-    #[arg(
-        long,
-        env = "WEIR_MANAGE",
-        value_delimiter = ',',
-        default_value = "endpoints,endpointslices",
-        value_name = "OUTPUTS"
-    )]
-    pub manage: Vec<Output>,
-
-    /// Most endpoints in one EndpointSlice (kube-controller-manager's
-    /// --max-endpoints-per-slice). Larger slices mean fewer objects but bigger rewrites on
-    /// every change.
-    #[arg(
-        long,
-        env = "WEIR_MAX_ENDPOINTS_PER_SLICE",
-        default_value_t = 100,
-        value_parser = clap::value_parser!(u16).range(1..=1000)
-    )]
-    pub max_endpoints_per_slice: u16,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 
     /// Only a guest with this SHA-256 digest (hex) may run, at start and on every swap.
     #[arg(long, env = "WEIR_GUEST_SHA256", value_name = "HEX")]
@@ -363,6 +341,47 @@ impl PolicyConfigSource {
     }
 }
 
+/// Which outputs weir writes and how it cuts slices. `weir diff` and `weir snapshot` take the
+/// same flags, so that they render what the controller would.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Which objects weir writes for each Service, from one guest decision: `endpoints`
+    /// (core/v1, deprecated since Kubernetes 1.33), `endpointslices` (discovery.k8s.io/v1,
+    /// what kube-proxy and DNS read), or both. Hand the same ones over from
+    /// kube-controller-manager (`--controllers=*,-endpoint,-endpointslice` for both). A guest
+    /// built for weir:endpoints@0.1.0 renders Endpoints only; weir then says so once.
+    #[arg(
+        long,
+        env = "WEIR_MANAGE",
+        value_delimiter = ',',
+        default_value = "endpoints,endpointslices",
+        value_name = "OUTPUTS"
+    )]
+    pub manage: Vec<Output>,
+
+    /// Most endpoints in one EndpointSlice (kube-controller-manager's
+    /// --max-endpoints-per-slice). Larger slices mean fewer objects but bigger rewrites on
+    /// every change.
+    #[arg(
+        long,
+        env = "WEIR_MAX_ENDPOINTS_PER_SLICE",
+        default_value_t = 100,
+        value_parser = clap::value_parser!(u16).range(1..=1000)
+    )]
+    pub max_endpoints_per_slice: u16,
+}
+
+impl OutputArgs {
+    /// The controller's output settings these flags describe.
+    pub fn outputs(&self) -> Outputs {
+        Outputs {
+            endpoints: self.manage.contains(&Output::Endpoints),
+            endpoint_slices: self.manage.contains(&Output::EndpointSlices),
+            max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
+        }
+    }
+}
+
 /// An object kind `--manage` can hand to weir.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -403,11 +422,7 @@ impl Args {
             policy_config,
             shutdown_grace: self.shutdown_grace,
             shadow_config,
-            outputs: Outputs {
-                endpoints: self.manage.contains(&Output::Endpoints),
-                endpoint_slices: self.manage.contains(&Output::EndpointSlices),
-                max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
-            },
+            outputs: self.outputs.outputs(),
             resync_period: self.resync_period,
             readyz_api_timeout: self.readyz_api_timeout,
             initial_list: match self.initial_list {
