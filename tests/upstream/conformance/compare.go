@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,54 @@ type state struct {
 	endpoints map[string]endpointsShape
 	// slices are keyed by Service name and address type; each list is sorted.
 	slices map[string][]string
+	// content is, per key of slices, what is left of them once which endpoints share a slice
+	// is set aside (see contentOf).
+	content map[string]sliceContent
+}
+
+// sliceContent is what upstream determines of one Service's slices of one address type when it
+// places endpoints in arbitrary order (upstream-endpointslices.md R4.12-R4.14: Go map order).
+type sliceContent struct {
+	// sized lists each slice without its endpoints but with their number, and each port
+	// group's endpoints. From equal slices before a change, upstream's sizes are determined:
+	// only which endpoints fill a slice, and which of equally full slices is filled, are not.
+	sized string
+	// unsized lists the distinct slices without endpoints or their number, and each port
+	// group's endpoints: what stays determined once the two sides group endpoints differently,
+	// since which slice loses an endpoint then depends on the grouping, and after the initial
+	// burst of creations, whose sizes depend on how each side's syncs batched the new pods
+	// (R4.13a fills an unchanged slice with a later batch).
+	unsized string
+}
+
+// contentOf renders the slices of one Service and address type as sliceContent.
+func contentOf(shapes []sliceShape) sliceContent {
+	type frame struct {
+		sliceShape
+		Count int `json:"count"`
+	}
+	var sized, unsized []string
+	endpoints := map[string][]string{}
+	for _, s := range shapes {
+		group := jsonOf(s.Ports)
+		for _, e := range s.Endpoints {
+			endpoints[group] = append(endpoints[group], jsonOf(e))
+		}
+		count := len(s.Endpoints)
+		s.Endpoints = nil
+		sized = append(sized, jsonOf(frame{s, count}))
+		unsized = append(unsized, jsonOf(s))
+	}
+	sort.Strings(sized)
+	sort.Strings(unsized)
+	unsized = slices.Compact(unsized)
+	for group := range endpoints {
+		sort.Strings(endpoints[group])
+	}
+	return sliceContent{
+		sized:   jsonOf(map[string]any{"slices": sized, "endpoints": endpoints}),
+		unsized: jsonOf(map[string]any{"slices": unsized, "endpoints": endpoints}),
+	}
 }
 
 func dropVolatileAnnotations(in map[string]string) map[string]string {
@@ -72,12 +121,21 @@ func stripAddresses(in []corev1.EndpointAddress) []corev1.EndpointAddress {
 }
 
 func readState(ctx context.Context, client kubernetes.Interface, ns string) (state, error) {
-	st := state{endpoints: map[string]endpointsShape{}, slices: map[string][]string{}}
 	endpoints, err := client.CoreV1().Endpoints(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return st, err
+		return state{}, err
 	}
-	for _, e := range endpoints.Items {
+	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return state{}, err
+	}
+	return stateOf(endpoints.Items, slices.Items), nil
+}
+
+// stateOf is the state of one namespace holding endpoints and slices.
+func stateOf(endpoints []corev1.Endpoints, slices []discoveryv1.EndpointSlice) state {
+	st := state{endpoints: map[string]endpointsShape{}, slices: map[string][]string{}, content: map[string]sliceContent{}}
+	for _, e := range endpoints {
 		shape := endpointsShape{Name: e.Name, Labels: e.Labels, Annotations: dropVolatileAnnotations(e.Annotations)}
 		for _, subset := range e.Subsets {
 			subset.Addresses = stripAddresses(subset.Addresses)
@@ -86,19 +144,19 @@ func readState(ctx context.Context, client kubernetes.Interface, ns string) (sta
 		}
 		st.endpoints[e.Name] = shape
 	}
-	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return st, err
-	}
-	for i := range slices.Items {
-		s := &slices.Items[i]
+	shapes := map[string][]sliceShape{}
+	for i := range slices {
+		s := &slices[i]
 		key := fmt.Sprintf("%s/%s", s.Labels[discoveryv1.LabelServiceName], s.AddressType)
-		st.slices[key] = append(st.slices[key], jsonOf(sliceShapeOf(s)))
+		shape := sliceShapeOf(s)
+		shapes[key] = append(shapes[key], shape)
+		st.slices[key] = append(st.slices[key], jsonOf(shape))
 	}
 	for key := range st.slices {
 		sort.Strings(st.slices[key])
+		st.content[key] = contentOf(shapes[key])
 	}
-	return st, nil
+	return st
 }
 
 // sliceShapeOf is a slice without what legitimately differs between the namespaces.
@@ -113,8 +171,8 @@ func sliceShapeOf(s *discoveryv1.EndpointSlice) sliceShape {
 		e.TargetRef = stripRef(e.TargetRef)
 		shape.Endpoints = append(shape.Endpoints, e)
 	}
-	// Which endpoints share a slice counts; their order inside it does not (upstream's
-	// follows its pod lister), nor the order of its ports (upstream-endpointslices.md R3.7:
+	// The order of endpoints inside a slice does not count (upstream's follows its pod lister
+	// and Go map order), nor the order of its ports (upstream-endpointslices.md R3.7:
 	// a hash orders them, meaningless by design, so they compare as a set).
 	sort.Slice(shape.Endpoints, func(i, j int) bool { return jsonOf(shape.Endpoints[i]) < jsonOf(shape.Endpoints[j]) })
 	sort.Slice(shape.Ports, func(i, j int) bool { return jsonOf(shape.Ports[i]) < jsonOf(shape.Ports[j]) })
@@ -133,19 +191,28 @@ func jsonOf(v any) string {
 // docs/upstream-behaviour.md §18, or unexplained when it is none of them.
 type difference struct {
 	deviation string // "" when unexplained
-	what      string
+	// undetermined marks a difference in what upstream leaves to chance (see sliceContent):
+	// neither explained by a deviation nor counted as one.
+	undetermined bool
+	what         string
 	// For a difference of one Endpoints object: its name, and which side carries the hand-edit
 	// label.
 	endpoints                          string
 	upstreamHandEdited, weirHandEdited bool
+	// For a difference of one Service's slices of one address type: their key (as in
+	// state.slices).
+	slices string
 	// For a difference of write counts: the resource and each side's writes.
 	resource                   string
 	upstreamWrites, weirWrites int
 }
 
-// compareStates lists the differences between upstream's namespace and weir's.
-func compareStates(upstream, weir state) []difference {
-	var diffs []difference
+// compareStates lists the differences between upstream's namespace and weir's, and the keys of
+// state.slices whose endpoints the two sides group differently where nothing upstream
+// determines differs (see sliceContent). unsized tells the keys whose slice sizes are not
+// determined either: there only the unsized content is compared.
+func compareStates(upstream, weir state, unsized func(key string) bool) (diffs []difference, regrouped map[string]bool) {
+	regrouped = map[string]bool{}
 	for _, name := range unionKeys(upstream.endpoints, weir.endpoints) {
 		u, uok := upstream.endpoints[name]
 		w, wok := weir.endpoints[name]
@@ -169,10 +236,15 @@ func compareStates(upstream, weir state) []difference {
 		if strings.Join(u, "\n") == strings.Join(w, "\n") {
 			continue
 		}
-		diffs = append(diffs, difference{what: fmt.Sprintf("EndpointSlices of %s:\n    upstream %s\n    weir     %s",
+		uc, wc := upstream.content[key], weir.content[key]
+		if uc.sized == wc.sized || (unsized(key) && uc.unsized == wc.unsized) {
+			regrouped[key] = true
+			continue
+		}
+		diffs = append(diffs, difference{slices: key, what: fmt.Sprintf("EndpointSlices of %s:\n    upstream %s\n    weir     %s",
 			key, strings.Join(u, "\n             "), strings.Join(w, "\n             "))})
 	}
-	return diffs
+	return diffs, regrouped
 }
 
 // canonicalEndpoints sorts subsets and everything in them, for an order-free comparison.

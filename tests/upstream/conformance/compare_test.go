@@ -1,0 +1,131 @@
+package main
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// endpointSlice is an owned IPv4 slice of svc on one port holding one endpoint per IP; a
+// not-ready endpoint is written as "!IP".
+func endpointSlice(svc string, port int32, ips ...string) discoveryv1.EndpointSlice {
+	name := "p"
+	s := discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: svc + "-", Labels: map[string]string{
+			discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: upstreamSliceMgr}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+	}
+	for _, ip := range ips {
+		ready := true
+		if ip[0] == '!' {
+			ip, ready = ip[1:], false
+		}
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: "pod-" + ip}})
+	}
+	return s
+}
+
+func slicesState(slices ...discoveryv1.EndpointSlice) state { return stateOf(nil, slices) }
+
+var (
+	sized   = func(string) bool { return false }
+	unsized = func(string) bool { return true }
+)
+
+func TestWhichEndpointsShareASliceIsNoDifference(t *testing.T) {
+	// Upstream fills new slices in Go map order (upstream-endpointslices.md R4.12, R4.13).
+	upstream := slicesState(endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2"), endpointSlice("svc", 80, "10.0.0.3", "10.0.0.4"))
+	weir := slicesState(endpointSlice("svc", 80, "10.0.0.1", "10.0.0.3"), endpointSlice("svc", 80, "10.0.0.2", "10.0.0.4"))
+	for name, mode := range map[string]func(string) bool{"sized": sized, "unsized": unsized} {
+		diffs, regrouped := compareStates(upstream, weir, mode)
+		if len(diffs) != 0 || !regrouped["svc/IPv4"] || len(regrouped) != 1 {
+			t.Errorf("%s: diffs %v, regrouped %v; want none, and svc/IPv4 regrouped", name, diffs, regrouped)
+		}
+	}
+	if diffs, regrouped := compareStates(upstream, upstream, sized); len(diffs) != 0 || len(regrouped) != 0 {
+		t.Errorf("equal states: diffs %v, regrouped %v", diffs, regrouped)
+	}
+}
+
+func TestSliceSizesCountWhereTheyAreDetermined(t *testing.T) {
+	upstream := slicesState(endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2", "10.0.0.3"), endpointSlice("svc", 80, "10.0.0.4"))
+	weir := slicesState(endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2"), endpointSlice("svc", 80, "10.0.0.3", "10.0.0.4"))
+	if diffs, _ := compareStates(upstream, weir, sized); len(diffs) != 1 || diffs[0].slices != "svc/IPv4" {
+		t.Errorf("sizes 3+1 against 2+2 where sizes are determined: diffs %v, want one of svc/IPv4", diffs)
+	}
+	if diffs, regrouped := compareStates(upstream, weir, unsized); len(diffs) != 0 || !regrouped["svc/IPv4"] {
+		t.Errorf("sizes 3+1 against 2+2 where they are not determined: diffs %v, regrouped %v", diffs, regrouped)
+	}
+	// Even undetermined, the number of slices is not content: one slice against two is
+	// regrouped, not a difference, as long as every slice looks alike.
+	one := slicesState(endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"))
+	if diffs, _ := compareStates(upstream, one, unsized); len(diffs) != 0 {
+		t.Errorf("one slice against two, undetermined sizes: diffs %v", diffs)
+	}
+}
+
+func TestEndpointsAndPortGroupsAlwaysCount(t *testing.T) {
+	upstream := slicesState(endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2"), endpointSlice("svc", 80, "10.0.0.3"))
+	for name, weir := range map[string]state{
+		"an endpoint missing": slicesState(endpointSlice("svc", 80, "10.0.0.1"), endpointSlice("svc", 80, "10.0.0.3")),
+		"an endpoint not ready": slicesState(endpointSlice("svc", 80, "10.0.0.1", "!10.0.0.2"),
+			endpointSlice("svc", 80, "10.0.0.3")),
+		"an endpoint in another port group": slicesState(endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2"),
+			endpointSlice("svc", 81, "10.0.0.3")),
+	} {
+		if diffs, regrouped := compareStates(upstream, weir, unsized); len(diffs) != 1 || len(regrouped) != 0 {
+			t.Errorf("%s: diffs %v, regrouped %v; want one difference", name, diffs, regrouped)
+		}
+	}
+}
+
+func TestTheSyncOfAHandEditIsD3WhenUpstreamsNextSyncWritesTheSame(t *testing.T) {
+	edit := &step{kind: stepEditEndpoints, name: "svc"}
+	touch := &step{kind: stepTouchService, name: "svc"}
+	// weir's sync of the edit brings svc's slice up to date (a Node removed: the zone is gone);
+	// upstream's slice keeps it until its next sync.
+	lagging := endpointSlice("svc", 80, "10.0.0.1")
+	lagging.Endpoints[0].Zone = new(string)
+	*lagging.Endpoints[0].Zone = "zone-b"
+	current := endpointSlice("svc", 80, "10.0.0.1")
+	weirAfterEdit := slicesState(current)
+
+	diffs, _ := compareStates(slicesState(lagging), weirAfterEdit, sized)
+	writes := compareWrites("edit", map[string]int{"endpoints update": 1},
+		map[string]int{"endpoints update": 2, "endpointslices update": 1})
+	for _, d := range classifyHandEdit(edit, append(diffs, writes...), nil, state{}, sized) {
+		if d.deviation != "D3" {
+			t.Errorf("at the edit: %q unexplained, want D3", d.what)
+		}
+	}
+	other, _ := compareStates(slicesState(endpointSlice("other", 80, "10.0.0.9")), slicesState(endpointSlice("other", 80, "10.0.0.8")), sized)
+	if d := classifyHandEdit(edit, other, nil, state{}, sized); d[0].deviation != "" {
+		t.Errorf("at the edit of svc, a difference of another Service's slices was classified %s", d[0].deviation)
+	}
+
+	pending := &handEditSync{service: "svc", weir: weirAfterEdit, extraSliceWrites: 1}
+	touchWrites := func(upstream int) []difference {
+		return compareWrites("touch", map[string]int{"endpoints update": 1, "endpointslices update": upstream}, map[string]int{})
+	}
+	classified := func(upstream state, writes int) []string {
+		var out []string
+		for _, d := range classifyHandEdit(touch, touchWrites(writes), pending, upstream, sized) {
+			out = append(out, d.resource+"="+d.deviation)
+		}
+		return out
+	}
+	if got := classified(slicesState(current), 1); len(got) != 2 || got[0] != "endpoints=D3" || got[1] != "endpointslices=D3" {
+		t.Errorf("upstream's next sync wrote what weir's sync of the edit did: %v, want both D3", got)
+	}
+	if got := classified(slicesState(lagging), 1); got[1] != "endpointslices=" {
+		t.Errorf("upstream's next sync wrote other slices than weir's sync of the edit: %v, want the slice writes unexplained", got)
+	}
+	if got := classified(slicesState(current), 2); got[1] != "endpointslices=" {
+		t.Errorf("upstream's next sync wrote more slices than weir's sync of the edit: %v, want the slice writes unexplained", got)
+	}
+}
