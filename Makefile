@@ -6,13 +6,16 @@ CARGO ?= cargo
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
-## demo: build weir and run the controller on the embedded API server with demo data
-demo: wasm-target
-	$(CARGO) run -p weir -- demo
-
 # The `weir` that `cargo build --workspace` produced. `cargo run -p weir` would resolve
 # features for weir alone, differently from the workspace build, and rebuild wasmtime.
 WEIR_BIN := $(or $(CARGO_TARGET_DIR),target)/debug/weir
+
+## demo: build weir and tell its story on the embedded API server (a live view on a
+## terminal, one line per step otherwise), then leave the cluster to explore with kubectl
+# The same build as `make test`, so the two share every compiled crate.
+demo: wasm-target
+	$(CARGO) build --workspace --all-targets
+	$(WEIR_BIN) demo
 
 ## test: every test: unit, property, golden cases, end to end (one build of the workspace)
 # The golden cases run on a debug build, where a 1,000-pod case can take over the default 100 ms

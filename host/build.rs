@@ -3,11 +3,13 @@
 //! `--guest`, and knows `--guest builtin:cel`:
 //!
 //! - the default guest (`guest/default`, upstream's behaviour), `WEIR_DEFAULT_GUEST_WASM`;
-//! - the CEL guest (`guest/cel`, endpoint rules in CEL), `WEIR_CEL_GUEST_WASM`.
+//! - the CEL guest (`guest/cel`, endpoint rules in CEL), `WEIR_CEL_GUEST_WASM`;
+//! - the drain-annotation example (`guest/examples/drain-annotation`), which `weir demo`
+//!   swaps in live, `WEIR_DRAIN_ANNOTATION_GUEST_WASM`.
 //!
-//! Both are built by one nested cargo invocation. Setting a variable to a built `.wasm` skips
+//! All are built by one nested cargo invocation. Setting a variable to a built `.wasm` skips
 //! that guest's build and embeds the file instead (for packagers that build the guests
-//! separately); with both set, nothing is built.
+//! separately); with every one set, nothing is built.
 
 use std::env;
 use std::path::PathBuf;
@@ -20,7 +22,7 @@ struct Builtin {
     variable: &'static str,
 }
 
-const BUILTINS: [Builtin; 2] = [
+const BUILTINS: [Builtin; 3] = [
     Builtin {
         package: "weir-default-guest",
         dir: "guest/default",
@@ -30,6 +32,11 @@ const BUILTINS: [Builtin; 2] = [
         package: "weir-cel-guest",
         dir: "guest/cel",
         variable: "WEIR_CEL_GUEST_WASM",
+    },
+    Builtin {
+        package: "weir-example-drain-annotation",
+        dir: "guest/examples/drain-annotation",
+        variable: "WEIR_DRAIN_ANNOTATION_GUEST_WASM",
     },
 ];
 
@@ -98,8 +105,8 @@ fn main() {
     if !status.success() {
         panic!(
             "building the built-in guests failed. They need the wasm32-wasip2 target: \
-             run `rustup target add wasm32-wasip2` (or set WEIR_DEFAULT_GUEST_WASM and \
-             WEIR_CEL_GUEST_WASM to built components)"
+             run `rustup target add wasm32-wasip2` (or set WEIR_DEFAULT_GUEST_WASM, \
+             WEIR_CEL_GUEST_WASM and WEIR_DRAIN_ANNOTATION_GUEST_WASM to built components)"
         );
     }
     for builtin in &to_build {

@@ -12,6 +12,7 @@
 //! - [`selector`] matches label selectors, as the controller selects a Service's pods.
 //! - [`metrics`] holds every Prometheus metric, registered once and passed down.
 //! - [`client`] builds the Kubernetes API client, rate-limited as `--kube-api-qps` says.
+//! - [`demo`] tells `weir demo`'s story and shows it (terminal view or plain lines).
 //! - [`cases`] loads, runs and compares golden case files (`weir reconcile`, `weir test`).
 //! - [`snapshot`] reads a cluster's live state once, read-only, as one case per Service;
 //!   [`diff`] says what a decision would change there, endpoint by endpoint; [`redact`]
@@ -23,6 +24,7 @@ pub mod admin;
 pub mod cases;
 pub mod client;
 pub mod controller;
+pub mod demo;
 pub mod diff;
 pub mod leader;
 pub mod logging;

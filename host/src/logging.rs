@@ -27,6 +27,28 @@ pub enum LogFormat {
 /// without one `RUST_LOG` applies, else `info`. A bad filter falls back to `info` with a
 /// message on stderr.
 pub fn init(filter: Option<&str>, format: LogFormat) {
+    init_with(filter, format, std::io::stderr, true);
+}
+
+/// Like [`init`], appending to the file at `path` (created if missing), without colours:
+/// `weir demo` keeps its logs off the screen it draws.
+pub fn init_to_file(
+    filter: Option<&str>,
+    format: LogFormat,
+    path: &std::path::Path,
+) -> std::io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    init_with(filter, format, std::sync::Mutex::new(file), false);
+    Ok(())
+}
+
+fn init_with<W>(filter: Option<&str>, format: LogFormat, writer: W, ansi: bool)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     use tracing_subscriber::EnvFilter;
     let filter = match filter {
         Some(directives) => EnvFilter::try_new(directives).unwrap_or_else(|e| {
@@ -46,7 +68,8 @@ pub fn init(filter: Option<&str>, format: LogFormat) {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_ansi(ansi)
+        .with_writer(writer);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.event_format(JsonLines).init(),

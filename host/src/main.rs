@@ -76,7 +76,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    weir::logging::init(cli.log.as_deref(), cli.log_format);
+    match &cli.command {
+        Command::Demo(args) => {
+            let path = args.log_file();
+            if let Err(e) = weir::logging::init_to_file(cli.log.as_deref(), cli.log_format, &path) {
+                eprintln!("weir: cannot write the log file {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+        _ => weir::logging::init(cli.log.as_deref(), cli.log_format),
+    }
     match cli.command {
         Command::Run(args) => commands::run::run(*args),
         Command::Demo(args) => commands::demo::run(args),

@@ -103,6 +103,7 @@ fn reconcile_test_and_bench_time_out_stalling_guests_with_exit_1() {
 #[test]
 fn demo_with_a_looping_guest_runs_for_its_time_and_exits() {
     let guest = test_guest("loop-forever");
+    let log = scratch_dir("deadline-demo").join("demo.log");
     let out = weir(&[
         "demo",
         "--guest",
@@ -111,13 +112,16 @@ fn demo_with_a_looping_guest_runs_for_its_time_and_exits() {
         "100ms",
         "--for",
         "2s",
+        "--log-file",
+        log.to_str().unwrap(),
     ]);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(all.contains("weir demo: stopped"), "{all}");
+    let logged = std::fs::read_to_string(&log).unwrap();
     assert!(
-        all.contains("guest exceeded its deadline of 100ms"),
-        "the failed syncs are reported: {all}"
+        logged.contains("guest exceeded its deadline of 100ms"),
+        "the failed syncs are logged to the demo's log file: {logged}"
     );
 }
 

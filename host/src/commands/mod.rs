@@ -38,6 +38,18 @@ pub fn block_on(
     })
 }
 
+/// Like [`block_on`], for a command that picks its own exit code when it succeeds.
+pub fn block_on_code(
+    command: impl std::future::Future<Output = anyhow::Result<std::process::ExitCode>>,
+) -> std::process::ExitCode {
+    exit_code_of(async {
+        command.await.unwrap_or_else(|e| {
+            eprintln!("weir: {e:#}");
+            std::process::ExitCode::from(2)
+        })
+    })
+}
+
 /// Runs a command that reports its own exit code on a fresh tokio runtime. Every command
 /// that calls a guest runs on one: a guest call is a future whose deadline is a tokio
 /// timeout (see `weir::runtime`).

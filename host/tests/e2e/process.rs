@@ -1,4 +1,5 @@
-//! The real `weir` binary as a process: `weir demo`, `weir run` with SIGTERM, `--dry-run`.
+//! The real `weir` binary as a process: `weir run` with SIGTERM, `--dry-run` (`weir demo`
+//! has its own tests, `host/tests/demo.rs`).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -121,40 +122,6 @@ impl Drop for Proc {
     }
 }
 
-#[test]
-fn weir_demo_gives_every_demo_service_its_endpoints() {
-    let demo = Proc::spawn(&["demo", "--for", "120s"]);
-    let services = [
-        "shop/web",
-        "shop/cart",
-        "shop/cart-headless",
-        "payments/ledger",
-        "payments/gateway",
-    ];
-    // Each Service shows up twice: its Endpoints line, and its EndpointSlice line.
-    let lines = demo.read_until("every demo Service's endpoints and slices", |seen| {
-        services.iter().all(|s| {
-            let shown = |slice: bool| {
-                seen.iter().any(|l| {
-                    l.starts_with(&format!("{s} "))
-                        && l.contains("(slice ") == slice
-                        && !l.contains("ready []  not-ready []")
-                })
-            };
-            shown(false) && shown(true)
-        })
-    });
-    assert!(
-        lines.iter().any(|l| l.contains("kubeconfig at")),
-        "the demo prints its kubeconfig path"
-    );
-    let status = demo.stop("-INT");
-    assert!(
-        status.success(),
-        "Ctrl-C stops the demo cleanly: {status:?}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weir_run_converges_and_exits_zero_on_sigterm() {
     let c = Cluster::start(web_app()).await;
@@ -232,66 +199,6 @@ async fn dry_run_prints_decisions_and_writes_nothing() {
     assert_eq!(c.endpoints_writes(), 0, "a dry run writes nothing");
     assert_eq!(c.server.stats().writes("endpointslices"), 0);
     assert!(c.endpoints("app", "web").is_none());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn weir_demo_churn_rolls_a_pod_with_a_terminating_window() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let demo = Proc::spawn(&[
-        "demo",
-        "--churn",
-        "--for",
-        "120s",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-    ]);
-    let lines = demo.read_until("a rolling replacement", |seen| {
-        seen.iter().any(|l| l.contains("churn: replaced by"))
-    });
-    let line = lines
-        .iter()
-        .find(|l| l.contains("churn: replaced by"))
-        .unwrap();
-    // "<ns>/<old> (pod)   churn: replaced by <new>, terminating for 6s"
-    let (ns, old) = line
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .split_once('/')
-        .unwrap();
-    let new = line
-        .split("replaced by ")
-        .nth(1)
-        .unwrap()
-        .split(',')
-        .next()
-        .unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
-        kube::Api::namespaced(kube::Client::try_from(config).unwrap(), ns);
-    let replacement = pods.get(new).await.unwrap();
-    let ip = replacement.status.unwrap().pod_ip.unwrap();
-    let terminating = pods.get_opt(old).await.unwrap();
-    assert!(
-        terminating.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
-        "{old} stays terminating for its grace period"
-    );
-    // The replacement's address reaches the Endpoints the demo shows; the old pod goes.
-    demo.read_until("the replacement's endpoint", |seen| {
-        seen.iter()
-            .any(|l| l.starts_with(&format!("{ns}/")) && l.contains(&ip))
-    });
-    wait_for("the replaced pod to be removed", || {
-        let pods = pods.clone();
-        async move { pods.get_opt(old).await.unwrap().is_none() }
-    })
-    .await;
-    let status = demo.stop("-INT");
-    assert!(status.success(), "{status:?}");
 }
 
 /// A free TCP port on 127.0.0.1 (bound and released; the race with other tests is harmless
