@@ -1,15 +1,12 @@
 //! What a guest would change for one Service: the live objects as a case, run through the
 //! guest, the resulting Endpoints and EndpointSlices compared with the stored ones.
 
-use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::Api;
-use kube::api::ListParams;
-
 use super::board::{Row, State, from_endpoints, from_slices};
-use crate::cases::{Case, RunError};
+use crate::cases::{CaseError, RunError};
+use crate::controller::Outputs;
 use crate::reconcile::validate::Action;
 use crate::runtime::Guest;
+use crate::snapshot::{ClusterState, Scope, Shape};
 
 /// Why a preview could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +19,12 @@ pub enum PreviewError {
         /// The API error.
         source: kube::Error,
     },
+    /// The Service is not on the server.
+    #[error("the Service {0} does not exist")]
+    NoService(String),
+    /// The objects read do not make a valid case.
+    #[error("the live objects make no valid case: {0}")]
+    Case(#[from] CaseError),
     /// The guest gave no usable decision.
     #[error("the guest gives no usable decision: {0}")]
     Guest(#[from] RunError),
@@ -87,6 +90,9 @@ pub fn changes(before: &Row, after: &Row) -> Vec<Change> {
 }
 
 /// What `guest`, with `config`, would change in the stored outputs of `namespace/name`.
+///
+/// The objects are read and made into a case as `weir snapshot` does, so the preview is what
+/// `weir diff` would report for this Service.
 pub async fn preview(
     client: &kube::Client,
     guest: &Guest,
@@ -94,46 +100,26 @@ pub async fn preview(
     namespace: &str,
     name: &str,
 ) -> Result<Vec<Change>, PreviewError> {
-    let read = |what: &str| {
-        let what = format!("{what} of {namespace}/{name}");
-        move |source| PreviewError::Read { what, source }
+    let scope = Scope {
+        namespace: Some(namespace.to_string()),
+        selector: None,
     };
-    let service = Api::<core::Service>::namespaced(client.clone(), namespace)
-        .get_opt(name)
+    let state = ClusterState::read(client, &scope)
         .await
-        .map_err(read("the Service"))?;
-    let pods = Api::<core::Pod>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default())
-        .await
-        .map_err(read("the pods"))?
-        .items;
-    let nodes = Api::<core::Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(read("the Nodes"))?
-        .items;
-    let endpoints = Api::<core::Endpoints>::namespaced(client.clone(), namespace)
-        .get_opt(name)
-        .await
-        .map_err(read("the Endpoints"))?;
-    let slices = Api::<EndpointSlice>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={name}")))
-        .await
-        .map_err(read("the EndpointSlices"))?
-        .items;
-    let case = Case {
-        name: None,
-        key: format!("{namespace}/{name}"),
-        service,
-        pods,
-        endpoints,
-        config: (!config.is_empty()).then(|| serde_json::Value::String(config.to_string())),
-        nodes: Some(nodes),
-        endpoint_slices: slices,
-        max_endpoints_per_slice: weir_policy::well_known::DEFAULT_MAX_ENDPOINTS_PER_SLICE,
-        manage: None,
-        expect: None,
+        .map_err(|source| PreviewError::Read {
+            what: format!("the objects of namespace {namespace}"),
+            source,
+        })?;
+    let index = state
+        .services
+        .iter()
+        .position(|s| s.metadata.name.as_deref() == Some(name))
+        .ok_or_else(|| PreviewError::NoService(format!("{namespace}/{name}")))?;
+    let shape = Shape {
+        outputs: Outputs::default(),
+        config: config.to_string(),
     };
+    let case = state.case(index, &shape)?;
     let outcome = case.run(guest).await?;
     let before = Row {
         endpoints: case.endpoints.as_ref().map(from_endpoints),
