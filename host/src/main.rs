@@ -53,7 +53,9 @@ struct Cli {
 enum Command {
     /// Run the controller against a cluster: Endpoints and EndpointSlices from one policy.
     Run(Box<commands::run::Args>),
-    /// Run the controller on the embedded API server with demo data (no cluster needed).
+    /// Tell weir's story on the embedded API server (no cluster needed): converge, churn, a
+    /// shadow guest, a live swap, a refused guest and a roll back, then leave the cluster up
+    /// for kubectl.
     Demo(commands::demo::Args),
     /// Serve the embedded in-memory Kubernetes API server.
     Apiserver(weir_apiserver::cli::ApiServerArgs),
