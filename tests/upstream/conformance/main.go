@@ -37,6 +37,8 @@ type options struct {
 	// rival serves the second namespace of each scenario: "weir", or "upstream" to run
 	// upstream's controllers against themselves and see which of their output is reproducible.
 	rival string
+	// guest is weir's --guest; empty leaves weir's default guest.
+	guest string
 }
 
 func main() {
@@ -50,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a difference may last before it counts (retries with backoff)")
 	flag.BoolVar(&o.topologyAuto, "topology-auto", false, "also generate Services whose topology-mode annotation asks for hints (Auto), where weir differs from upstream today (docs/real-kubernetes.md, open findings)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the harness directory (logs, audit log) in place")
+	flag.StringVar(&o.guest, "guest", "", "weir's --guest (a .wasm file or builtin:NAME), to try a guest built apart from the weir binary; empty runs the default guest the binary embeds")
 	flag.StringVar(&o.rival, "rival", "weir", "what serves the second namespace: weir, or upstream (upstream's controllers against a second copy of themselves, to see what of their output is reproducible)")
 	flag.Parse()
 	if o.harness == "" || o.weir == "" {
@@ -221,7 +224,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if o.rival == "upstream" {
 		weir, err = startControllers(o.harness, kubeconfig, weirNS, filepath.Join(dir, weirNS+".log"))
 	} else {
-		weir, err = startWeir(o.weir, kubeconfig, weirNS, dir, weirNS+".log")
+		weir, err = startWeir(o.weir, o.guest, kubeconfig, weirNS, dir, weirNS+".log")
 	}
 	if err != nil {
 		return result{err: err}
@@ -357,7 +360,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err != nil {
 		return r.failed(err)
 	}
-	takeover, err := startWeir(o.weir, kubeconfig, upNS, dir, upNS+"-takeover.log")
+	takeover, err := startWeir(o.weir, o.guest, kubeconfig, upNS, dir, upNS+"-takeover.log")
 	if err != nil {
 		return r.failed(err)
 	}

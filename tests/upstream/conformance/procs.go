@@ -127,8 +127,9 @@ func startControllers(harness, kubeconfig, ns, logPath string) (*process, error)
 	}
 }
 
-// startWeir starts `weir run` scoped to ns with the default guest and waits for /readyz.
-func startWeir(weir, kubeconfig, ns, dir, logName string) (*process, error) {
+// startWeir starts `weir run` scoped to ns with guest (empty: the default guest) and waits for
+// /readyz.
+func startWeir(weir, guest, kubeconfig, ns, dir, logName string) (*process, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -147,6 +148,9 @@ func startWeir(weir, kubeconfig, ns, dir, logName string) (*process, error) {
 	command := exec.Command(weir, "run", "--kubeconfig", kubeconfig, "--namespace", ns,
 		"--leader-elect=false", "--admin-addr", admin, "--cache-dir", filepath.Join(dir, "weir-cache"),
 		"--guest-deadline", "10s")
+	if guest != "" {
+		command.Args = append(command.Args, "--guest", guest)
+	}
 	command.Env = append(os.Environ(), "WEIR_LOG=info")
 	command.Stdout = log
 	command.Stderr = log
