@@ -180,16 +180,25 @@ type result struct {
 
 // observe notes in into what upstream's output shows that a generated feature is meant to
 // bring about (hints written, Endpoints truncated), so the report says whether it took effect.
-func observe(into map[string]bool, st state) {
+func observe(into map[string]bool, st state, sc *scenario) {
 	for _, e := range st.endpoints {
 		if e.Annotations[corev1.EndpointsOverCapacity] != "" {
 			into["observed-endpoints-truncated"] = true
 		}
 	}
-	for _, slices := range st.slices {
+	auto := map[string]bool{}
+	for _, svc := range sc.services {
+		mode := svc.Annotations[topologyModeKey]
+		auto[svc.Name] = mode == "Auto" || mode == "auto"
+	}
+	for key, slices := range st.slices {
 		for _, s := range slices {
 			if strings.Contains(s, `"forZones"`) {
 				into["observed-zone-hints"] = true
+				// Topology-aware allocation (open finding F1), not trafficDistribution.
+				if auto[strings.Split(key, "/")[0]] {
+					into["observed-topology-aware-hints"] = true
+				}
 			}
 			if strings.Contains(s, `"forNodes"`) {
 				into["observed-node-hints"] = true
@@ -262,7 +271,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			if weirState, err = readState(ctx, client, weirNS); err != nil {
 				return err
 			}
-			observe(observed, upState)
+			observe(observed, upState, s)
 			var raw []difference
 			raw, regrouped = compareStates(upState, weirState, unsized)
 			diffs = classifyHandEdit(st, raw, handEdit, upState, unsized)
