@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -130,6 +131,20 @@ func readState(ctx context.Context, client kubernetes.Interface, ns string) (sta
 		return state{}, err
 	}
 	return stateOf(endpoints.Items, slices.Items), nil
+}
+
+// saveSlices writes every EndpointSlice of ns, whole, as JSON to path, for a reader to see
+// what a write changed.
+func saveSlices(ctx context.Context, client kubernetes.Interface, ns, path string) error {
+	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(slices.Items, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // stateOf is the state of one namespace holding endpoints and slices.

@@ -129,3 +129,21 @@ func TestTheSyncOfAHandEditIsD3WhenUpstreamsNextSyncWritesTheSame(t *testing.T) 
 		t.Errorf("upstream's next sync wrote more slices than weir's sync of the edit: %v, want the slice writes unexplained", got)
 	}
 }
+
+func TestATakeoverMayRewriteNoMoreThanUpstreamsOwnRestart(t *testing.T) {
+	weir := map[string]int{"endpointslices": 2}
+	for _, c := range []struct {
+		upstream map[string]int
+		want     bool
+	}{
+		{map[string]int{"endpointslices": 3}, true},
+		{map[string]int{"endpointslices": 2}, true},
+		{map[string]int{"endpointslices": 1}, false},
+		{map[string]int{"endpoints": 5}, false},
+		{map[string]int{}, false},
+	} {
+		if got := noMoreThan(weir, c.upstream); got != c.want {
+			t.Errorf("weir %v, upstream's restart %v: %v, want %v", weir, c.upstream, got, c.want)
+		}
+	}
+}
