@@ -1,19 +1,27 @@
-//! `--cache-dir`, wasmtime's compilation cache: a second engine on the same directory loads a
-//! guest seen before without compiling it; unreadable entries are recompiled and rewritten,
-//! never trusted; bytes that do not compile leave nothing behind.
+//! `--cache-dir`: a second engine on the same directory loads a guest seen before without
+//! compiling it; unreadable, foreign or tampered entries are recompiled and rewritten, never
+//! run; a directory others may change is refused, by `weir run` too, before anything is loaded
+//! from it; bytes that do not compile leave nothing behind.
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use support::{request, scratch_dir};
 use weir::runtime::{CacheStats, DEFAULT_GUEST, Limits, Runtime};
 
+/// A cache directory for one test that does not exist yet: weir makes it, private, whatever the
+/// umask lets scratch directories be.
+fn cache_dir(name: &str) -> PathBuf {
+    scratch_dir(name).join("cache")
+}
+
 fn cached_runtime(dir: &Path) -> Runtime {
     Runtime::with_cache_dir(Limits::default(), dir).expect("engine with a cache")
 }
 
-/// Every file under `dir`, recursively (wasmtime nests entries by compiler version).
+/// Every file under `dir`, recursively.
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -30,14 +38,34 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The compiled-guest entries, under `modules/` (wasmtime also keeps `.stats` files there for
-/// eviction, and lock files of its cleanup worker at the top).
+/// The compiled-guest entries.
 fn entries(dir: &Path) -> Vec<PathBuf> {
     files(dir)
         .into_iter()
-        .filter(|p| p.starts_with(dir.join("modules")))
-        .filter(|p| p.extension().is_none_or(|e| e != "stats"))
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect()
+}
+
+/// Another guest: the default one with a custom section added, so other bytes (another
+/// SHA-256, another entry) that compile and load, without building a guest.
+fn other_guest() -> Vec<u8> {
+    let name = b"weir-test-planted";
+    let payload = b"not the pinned guest";
+    let mut guest = DEFAULT_GUEST.to_vec();
+    guest.push(0); // custom section
+    guest.push((1 + name.len() + payload.len()) as u8);
+    guest.push(name.len() as u8);
+    guest.extend_from_slice(name);
+    guest.extend_from_slice(payload);
+    guest
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// Loads the default guest through `runtime` and checks it reconciles like the uncached one.
@@ -54,7 +82,7 @@ fn assert_serves(runtime: &Runtime) {
 
 #[test]
 fn a_second_engine_on_the_same_directory_loads_without_compiling() {
-    let dir = scratch_dir("cache-hit").join("nested");
+    let dir = cache_dir("cache-hit").join("nested");
     let first = cached_runtime(&dir);
     assert_serves(&first);
     assert_eq!(first.cache_stats(), Some(CacheStats { hits: 0, misses: 1 }));
@@ -72,7 +100,7 @@ fn a_second_engine_on_the_same_directory_loads_without_compiling() {
 
 #[test]
 fn damaged_entries_are_recompiled_and_rewritten() {
-    let dir = scratch_dir("cache-damaged");
+    let dir = cache_dir("cache-damaged");
     assert_serves(&cached_runtime(&dir));
     let [entry] = entries(&dir).try_into().expect("one entry");
     let good = std::fs::read(&entry).unwrap();
@@ -107,7 +135,7 @@ fn damaged_entries_are_recompiled_and_rewritten() {
 
 #[test]
 fn bytes_that_are_not_a_component_are_refused_and_not_cached() {
-    let dir = scratch_dir("cache-garbage");
+    let dir = cache_dir("cache-garbage");
     let runtime = cached_runtime(&dir);
     assert!(matches!(
         runtime.load(b"not wasm"),
@@ -125,4 +153,165 @@ fn an_unusable_cache_directory_is_a_clear_error() {
         .err()
         .expect("a directory under a file cannot be made");
     assert!(error.to_string().contains("a-file"), "{error}");
+}
+
+#[test]
+fn entries_are_private_and_written_whole() {
+    let dir = cache_dir("cache-private");
+    assert_serves(&cached_runtime(&dir));
+    assert_eq!(mode(&dir), 0o700, "a missing directory is made private");
+    let [entry] = entries(&dir).try_into().expect("one entry");
+    assert_eq!(mode(&entry), 0o600);
+    // Nothing but the entry: the temporary file was renamed into place.
+    assert_eq!(files(&dir).len(), 1, "{:?}", files(&dir));
+}
+
+#[test]
+fn a_loose_directory_is_refused_with_the_fix() {
+    let dir = cache_dir("cache-loose");
+    assert_serves(&cached_runtime(&dir));
+    // Someone else's compiled code, planted where the default guest's entry is.
+    let [entry] = entries(&dir).try_into().expect("one entry");
+    let planted = cache_dir("cache-loose-planted");
+    cached_runtime(&planted)
+        .load(&other_guest())
+        .unwrap();
+    let [planted] = entries(&planted).try_into().expect("one entry");
+    std::fs::copy(&planted, &entry).unwrap();
+    for loose in [0o777, 0o770, 0o702] {
+        chmod(&dir, loose);
+        let error = Runtime::with_cache_dir(Limits::default(), &dir)
+            .err()
+            .unwrap_or_else(|| panic!("mode {loose:o}: a loose cache directory was accepted"))
+            .to_string();
+        for needle in [
+            dir.display().to_string(),
+            "writable by group or others".into(),
+            format!("chmod go-w {}", dir.display()),
+        ] {
+            assert!(error.contains(&needle), "mode {loose:o}: {error}");
+        }
+    }
+    chmod(&dir, 0o700);
+    // Tightened, it serves the genuine guest: the planted entry is refused (see below).
+    assert_serves(&cached_runtime(&dir));
+}
+
+/// Another guest's compiled code under the name of the pinned guest's entry: a valid artifact
+/// for this engine, so only the entry's checksum over its name tells it apart. (A writer who
+/// recomputes the checksum must be weir's user; the directory checks keep everyone else out.)
+#[test]
+fn another_guests_code_in_a_strict_directory_is_recompiled_not_run() {
+    let dir = cache_dir("cache-swapped");
+    assert_serves(&cached_runtime(&dir));
+    let [genuine] = entries(&dir).try_into().expect("one entry");
+    let genuine_bytes = std::fs::read(&genuine).unwrap();
+    // The other guest's entry from the same cache (same key) and from another cache.
+    let runtime = cached_runtime(&dir);
+    runtime.load(&other_guest()).unwrap();
+    let [same_cache] = entries(&dir)
+        .into_iter()
+        .filter(|p| *p != genuine)
+        .collect::<Vec<_>>()
+        .try_into()
+        .expect("a second entry");
+    let elsewhere = cache_dir("cache-swapped-elsewhere");
+    cached_runtime(&elsewhere)
+        .load(&other_guest())
+        .unwrap();
+    let [other_cache] = entries(&elsewhere).try_into().expect("one entry");
+    let mut flipped = genuine_bytes.clone();
+    let last = flipped.len() - 100;
+    flipped[last] ^= 0x40;
+
+    for (what, planted) in [
+        ("same cache", std::fs::read(&same_cache).unwrap()),
+        ("other cache", std::fs::read(&other_cache).unwrap()),
+        ("one bit of the code flipped", flipped),
+    ] {
+        std::fs::write(&genuine, &planted).unwrap();
+        let runtime = cached_runtime(&dir);
+        assert_serves(&runtime);
+        assert_eq!(
+            runtime.cache_stats(),
+            Some(CacheStats { hits: 0, misses: 1 }),
+            "{what}: a planted entry must be a miss"
+        );
+        assert_eq!(
+            std::fs::read(&genuine).unwrap(),
+            genuine_bytes,
+            "{what}: not rewritten"
+        );
+    }
+}
+
+#[test]
+fn a_symlinked_entry_is_not_followed() {
+    let dir = cache_dir("cache-symlink");
+    assert_serves(&cached_runtime(&dir));
+    let [entry] = entries(&dir).try_into().expect("one entry");
+    let target = dir.join("elsewhere");
+    std::fs::rename(&entry, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &entry).unwrap();
+    let runtime = cached_runtime(&dir);
+    assert_serves(&runtime);
+    assert_eq!(
+        runtime.cache_stats(),
+        Some(CacheStats { hits: 0, misses: 1 })
+    );
+    assert!(!std::fs::symlink_metadata(&entry).unwrap().is_symlink());
+}
+
+/// Issue 25's attack as an operator meets it: a tampered entry in a world-writable directory.
+/// `weir run` refuses the directory with the fix and exits 2, before it loads a guest or asks
+/// a cluster anything.
+#[test]
+fn weir_run_refuses_a_loose_directory_holding_a_tampered_entry() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = cache_dir("cache-run-loose");
+    assert_serves(&cached_runtime(&dir));
+    let [entry] = entries(&dir).try_into().expect("one entry");
+    let mut tampered = std::fs::read(&entry).unwrap();
+    let at = tampered.len() - 100;
+    tampered[at] ^= 0x40;
+    std::fs::write(&entry, &tampered).unwrap();
+    chmod(&dir, 0o777);
+
+    let log = dir.with_file_name("weir.log");
+    let output = std::fs::File::create(&log).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .arg("run")
+        .arg("--cache-dir")
+        .arg(&dir)
+        .env("KUBECONFIG", dir.with_file_name("no-kubeconfig"))
+        .stdin(Stdio::null())
+        .stdout(output.try_clone().unwrap())
+        .stderr(output)
+        .spawn()
+        .expect("running weir");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("weir run did not exit within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(2), "{text}");
+    let dir = std::fs::canonicalize(&dir).unwrap();
+    for needle in [
+        format!("refusing {}", dir.display()),
+        "writable by group or others".into(),
+        format!("chmod go-w {}", dir.display()),
+    ] {
+        assert!(text.contains(&needle), "{needle:?} not in: {text}");
+    }
+    assert_eq!(std::fs::read(&entry).unwrap(), tampered, "weir wrote in it");
 }

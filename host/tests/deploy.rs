@@ -183,7 +183,8 @@ fn manifests_render_validate_and_hold_together() {
         );
     }
 
-    // --cache-dir is an emptyDir, --guest-check the generated cases ConfigMap.
+    // --cache-dir is a directory weir makes in an emptyDir (the emptyDir itself is
+    // world-writable, which weir refuses), --guest-check the generated cases ConfigMap.
     let mount_of = |path: &str| -> &Value {
         let mount = container["volumeMounts"]
             .as_sequence()
@@ -198,7 +199,12 @@ fn manifests_render_validate_and_hold_together() {
             .find(|v| v["name"] == mount["name"])
             .unwrap()
     };
-    assert!(mount_of(&flag_value("--cache-dir"))["emptyDir"].is_mapping());
+    let cache_dir = flag_value("--cache-dir");
+    let (cache_parent, _) = cache_dir.rsplit_once('/').unwrap();
+    assert!(
+        mount_of(cache_parent)["emptyDir"].is_mapping(),
+        "{cache_dir}"
+    );
     let cases = str_of(&mount_of(&flag_value("--guest-check"))["configMap"]["name"]);
     let cases_map = find(&objects, "ConfigMap", cases);
     assert!(

@@ -5,6 +5,7 @@ mod active;
 pub mod bindings;
 pub mod bindings_v0_2;
 pub mod builtin;
+pub mod cache;
 pub mod convert;
 pub mod health;
 mod sandbox;
@@ -15,11 +16,12 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Cache, CacheConfig, Config, Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 
 pub use active::{Active, ActiveGuest};
 use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
 use bindings_v0_2 as v2;
+use cache::CompileCache;
 use sandbox::CallState;
 
 /// The WIT packages this host implements, newest first; a guest targets one of them.
@@ -244,7 +246,7 @@ impl Drop for EpochTicker {
 /// something can still run a guest, whichever command loaded it.
 struct Shared {
     engine: Engine,
-    cache: Option<Cache>,
+    cache: Option<CompileCache>,
     linker: Linker<CallState>,
     limits: Limits,
     /// One permit per pooled instance slot, so calls beyond the pool wait instead of failing.
@@ -268,47 +270,35 @@ impl Runtime {
     /// Like [`Runtime::new`], keeping compiled guests in `dir` (`--cache-dir`) so that a
     /// restart, or a swap back to a guest seen before, skips Cranelift.
     ///
-    /// This is wasmtime's own compilation cache: entries are keyed by a hash of the component
-    /// and of every engine setting that affects code, so engines never share an incompatible
-    /// entry; an entry that cannot be read or decoded is recompiled and rewritten; a worker
-    /// thread evicts the least recently used entries past [`CACHE_MAX_FILES`] files or
-    /// [`CACHE_MAX_BYTES`] bytes. Like any code cache, the directory must be writable only by
-    /// weir: whoever can write it can make weir run native code.
+    /// The directory must be owned by weir's user and writable by no one else (it is created
+    /// with mode 0700 when missing); an entry is loaded only when its integrity tag shows weir
+    /// wrote it from the same guest bytes with a compatible engine, and is recompiled
+    /// otherwise ([`cache`]). The least recently used entries past [`CACHE_MAX_FILES`] files
+    /// or [`CACHE_MAX_BYTES`] bytes are evicted.
     pub fn with_cache_dir(limits: Limits, dir: &std::path::Path) -> Result<Self, LoadError> {
-        // wasmtime wants an absolute directory; `--cache-dir` may be relative to the cwd.
-        let dir = std::path::absolute(dir)
-            .map_err(|e| LoadError::Engine(format!("--cache-dir {}: {e}", dir.display())))?;
-        let mut cache = CacheConfig::new();
-        cache
-            .with_directory(&dir)
-            .with_file_count_soft_limit(CACHE_MAX_FILES)
-            .with_files_total_size_soft_limit(CACHE_MAX_BYTES);
-        let cache = Cache::new(cache)
-            .map_err(|e| LoadError::Engine(format!("--cache-dir {}: {e:#}", dir.display())))?;
-        Self::build(limits, pooled(limits), Some(cache))
+        let mut runtime = Self::build(limits, pooled(limits))?;
+        let cache = CompileCache::open(dir, runtime.engine())?;
+        Arc::get_mut(&mut runtime.shared)
+            .expect("a runtime just built is not shared")
+            .cache = Some(cache);
+        Ok(runtime)
     }
 
     /// Lookups of the compile cache served from it and compiled afresh, since this runtime
     /// started; `None` without a cache.
     pub fn cache_stats(&self) -> Option<CacheStats> {
-        self.shared.cache.as_ref().map(|c| CacheStats {
-            hits: c.cache_hits(),
-            misses: c.cache_misses(),
-        })
+        self.shared.cache.as_ref().map(CompileCache::stats)
     }
 
     /// Like [`Runtime::new`], with engine settings of the caller's (an instance allocator,
     /// for example). The component model and epoch interruption are switched on regardless,
     /// since guests and deadlines depend on them.
     pub fn with_config(limits: Limits, config: Config) -> Result<Self, LoadError> {
-        Self::build(limits, config, None)
+        Self::build(limits, config)
     }
 
-    fn build(limits: Limits, mut config: Config, cache: Option<Cache>) -> Result<Self, LoadError> {
+    fn build(limits: Limits, mut config: Config) -> Result<Self, LoadError> {
         config.wasm_component_model(true).epoch_interruption(true);
-        if let Some(cache) = &cache {
-            config.cache(Some(cache.clone()));
-        }
         let engine = Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
         // The async WASI: a guest blocked in `poll` (a sleep, a timer) awaits a future that
@@ -329,7 +319,7 @@ impl Runtime {
         Ok(Runtime {
             shared: Arc::new(Shared {
                 engine,
-                cache,
+                cache: None,
                 linker,
                 limits,
                 slots: tokio::sync::Semaphore::new(POOL_SLOTS as usize),
@@ -350,7 +340,11 @@ impl Runtime {
 
     /// Compiles `bytes`, a component in binary form.
     pub fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
-        Component::new(self.engine(), bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))
+        match &self.shared.cache {
+            Some(cache) => cache.load(self.engine(), bytes),
+            None => Component::new(self.engine(), bytes)
+                .map_err(|e| LoadError::Compile(format!("{e:#}"))),
+        }
     }
 
     /// Compiles, checks and pre-instantiates a guest, then instantiates it once within the
