@@ -173,9 +173,7 @@ fn a_loose_directory_is_refused_with_the_fix() {
     // Someone else's compiled code, planted where the default guest's entry is.
     let [entry] = entries(&dir).try_into().expect("one entry");
     let planted = cache_dir("cache-loose-planted");
-    cached_runtime(&planted)
-        .load(&other_guest())
-        .unwrap();
+    cached_runtime(&planted).load(&other_guest()).unwrap();
     let [planted] = entries(&planted).try_into().expect("one entry");
     std::fs::copy(&planted, &entry).unwrap();
     for loose in [0o777, 0o770, 0o702] {
@@ -216,9 +214,7 @@ fn another_guests_code_in_a_strict_directory_is_recompiled_not_run() {
         .try_into()
         .expect("a second entry");
     let elsewhere = cache_dir("cache-swapped-elsewhere");
-    cached_runtime(&elsewhere)
-        .load(&other_guest())
-        .unwrap();
+    cached_runtime(&elsewhere).load(&other_guest()).unwrap();
     let [other_cache] = entries(&elsewhere).try_into().expect("one entry");
     let mut flipped = genuine_bytes.clone();
     let last = flipped.len() - 100;

@@ -221,9 +221,11 @@ impl CompileCache {
         }
         let (sum, artifact) = rest.split_at(CHECKSUM_LEN);
         if sum != checksum(name, artifact).as_slice() {
-            return Err("its checksum does not match: it was not written for this guest and \
+            return Err(
+                "its checksum does not match: it was not written for this guest and \
                         engine, or it is damaged"
-                .into());
+                    .into(),
+            );
         }
         Ok(Some(artifact.to_vec()))
     }
