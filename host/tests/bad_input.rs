@@ -9,8 +9,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Long enough for a debug build on a loaded machine; short enough to catch a hang.
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -19,34 +18,9 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/bad-input")
 }
 
-/// Runs `weir ARGS`, polling until it exits or the deadline passes; returns (exit code, stdout
-/// and stderr together).
+/// Runs `weir ARGS` within [`DEADLINE`]; returns (exit code, stdout and stderr together).
 fn weir(args: &[&str]) -> (Option<i32>, String) {
-    let out = tempfile::NamedTempFile::new().unwrap();
-    // One open file for both streams, so they share an offset and do not overwrite each other.
-    let stdout = out.reopen().unwrap();
-    let stderr = stdout.try_clone().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .spawn()
-        .expect("running weir");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("weir {args:?} did not finish within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let text = std::fs::read_to_string(out.path()).unwrap_or_default();
-    (status.code(), text)
+    support::weir_within(args, &[], DEADLINE)
 }
 
 /// One line of `expected.txt`: file, exit code, message fragment (tab-separated).

@@ -263,8 +263,7 @@ fn a_symlinked_entry_is_not_followed() {
 /// a cluster anything.
 #[test]
 fn weir_run_refuses_a_loose_directory_holding_a_tampered_entry() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     let dir = cache_dir("cache-run-loose");
     assert_serves(&cached_runtime(&dir));
@@ -275,32 +274,13 @@ fn weir_run_refuses_a_loose_directory_holding_a_tampered_entry() {
     std::fs::write(&entry, &tampered).unwrap();
     chmod(&dir, 0o777);
 
-    let log = dir.with_file_name("weir.log");
-    let output = std::fs::File::create(&log).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .arg("run")
-        .arg("--cache-dir")
-        .arg(&dir)
-        .env("KUBECONFIG", dir.with_file_name("no-kubeconfig"))
-        .stdin(Stdio::null())
-        .stdout(output.try_clone().unwrap())
-        .stderr(output)
-        .spawn()
-        .expect("running weir");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("weir run did not exit within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(status.code(), Some(2), "{text}");
+    let no_kubeconfig = dir.with_file_name("no-kubeconfig");
+    let (code, text) = support::weir_within(
+        &["run", "--cache-dir", dir.to_str().unwrap()],
+        &[("KUBECONFIG", no_kubeconfig.to_str().unwrap())],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(2), "{text}");
     let dir = std::fs::canonicalize(&dir).unwrap();
     for needle in [
         format!("refusing {}", dir.display()),

@@ -33,6 +33,43 @@ pub fn tool_available(program: &str, args: &[&str], install: &str) -> bool {
     ok
 }
 
+/// Runs `weir ARGS` with `env` added to its environment, polling until it exits or `limit`
+/// passes (then it is killed and the test fails); returns (exit code, stdout and stderr
+/// together).
+pub fn weir_within(
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> (Option<i32>, String) {
+    use std::process::{Command, Stdio};
+    let out = tempfile::NamedTempFile::new().unwrap();
+    // One open file for both streams, so they share an offset and do not overwrite each other.
+    let stdout = out.reopen().unwrap();
+    let stderr = stdout.try_clone().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("running weir");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("weir {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(out.path()).unwrap_or_default();
+    (status.code(), text)
+}
+
 /// An empty scratch directory for one test, under cargo's per-target temporary directory.
 pub fn scratch_dir(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
