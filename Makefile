@@ -1,7 +1,7 @@
 # weir's entry points. `make test` is what CI runs (.ci/run).
 CARGO ?= cargo
 
-.PHONY: demo test policies lint wasm-target upstream conformance
+.PHONY: demo test tools policies lint wasm-target upstream conformance
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -20,10 +20,16 @@ demo: wasm-target
 ## test: every test: unit, property, golden cases, end to end (one build of the workspace)
 # The golden cases run on a debug build, where a 1,000-pod case can take over the default 100 ms
 # deadline on a busy 2-core machine; the deadline itself is tested in host/tests/deadline.rs.
-test: wasm-target
+test: wasm-target tools
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(WEIR_BIN) test --guest-deadline 10s tests/cases
+
+## tools: install every outside tool a test runs (kubectl, wasm-tools, wasmtime, PyYAML, hadolint,
+## kubernetes-validate, promtool, tmux), each only if it does not run yet
+# No test skips for a missing tool: it fails, so `make test` installs them first.
+tools:
+	tests/install-tools.sh
 
 ## policies: build every example policy (guest/examples/NAME) to target/policies/NAME.wasm
 # Their cases run under `cargo test` (host/tests/policy_kit.rs); by hand:

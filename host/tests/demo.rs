@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use support::{scratch_dir, tool_available};
+use support::{require_tool, scratch_dir};
 
 /// Longest wait for anything the demo shows (a busy 2-core CI machine builds and tests at
 /// the same time).
@@ -349,9 +349,7 @@ fn cell(screen: &str, service: &str, header: &str, nth: usize) -> String {
 
 #[test]
 fn the_terminal_view_in_tmux_shows_each_step_and_q_quits_with_exit_zero() {
-    if !tool_available("tmux", &["-V"], "apt-get install tmux") {
-        return;
-    }
+    require_tool("tmux", &["-V"]);
     let dir = scratch_dir("demo-tmux");
     let status_file = dir.join("status");
     let command = format!(

