@@ -48,13 +48,18 @@ type state struct {
 
 // sliceContent is what upstream determines of one Service's slices of one address type when it
 // places endpoints in arbitrary order (upstream-endpointslices.md R4.12-R4.14: Go map order).
+//
+// The hints topology-aware allocation gives away from a zone with a surplus land on that zone's
+// endpoints in slice and endpoint order (R5.14), so which of them carry those hints is arbitrary
+// too: endpoints are compared without their hints, and the hints as the number of ready
+// endpoints of each zone that carry each hint.
 type sliceContent struct {
-	// sized lists each slice without its endpoints but with their number, and each port
-	// group's endpoints. From equal slices before a change, upstream's sizes are determined:
+	// sized lists each slice without its endpoints but with their number, each port group's
+	// endpoints and the hints per zone. From equal slices before a change, upstream's sizes are determined:
 	// only which endpoints fill a slice, and which of equally full slices is filled, are not.
 	sized string
-	// unsized lists the distinct slices without endpoints or their number, and each port
-	// group's endpoints: what stays determined once the two sides group endpoints differently,
+	// unsized lists the distinct slices without endpoints or their number, each port group's
+	// endpoints and the hints per zone: what stays determined once the two sides group endpoints differently,
 	// since which slice loses an endpoint then depends on the grouping, and after the initial
 	// burst of creations, whose sizes depend on how each side's syncs batched the new pods
 	// (R4.13a fills an unchanged slice with a later batch).
@@ -69,9 +74,14 @@ func contentOf(shapes []sliceShape) sliceContent {
 	}
 	var sized, unsized []string
 	endpoints := map[string][]string{}
+	hints := map[string]int{}
 	for _, s := range shapes {
 		group := jsonOf(s.Ports)
 		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready {
+				hints[jsonOf(map[string]any{"zone": e.Zone, "hints": e.Hints})]++
+			}
+			e.Hints = nil
 			endpoints[group] = append(endpoints[group], jsonOf(e))
 		}
 		count := len(s.Endpoints)
@@ -86,8 +96,8 @@ func contentOf(shapes []sliceShape) sliceContent {
 		sort.Strings(endpoints[group])
 	}
 	return sliceContent{
-		sized:   jsonOf(map[string]any{"slices": sized, "endpoints": endpoints}),
-		unsized: jsonOf(map[string]any{"slices": unsized, "endpoints": endpoints}),
+		sized:   jsonOf(map[string]any{"slices": sized, "endpoints": endpoints, "hints": hints}),
+		unsized: jsonOf(map[string]any{"slices": unsized, "endpoints": endpoints, "hints": hints}),
 	}
 }
 

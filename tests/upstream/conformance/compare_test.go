@@ -147,3 +147,24 @@ func TestATakeoverMayRewriteNoMoreThanUpstreamsOwnRestart(t *testing.T) {
 		}
 	}
 }
+
+func TestWhichEndpointsOfAZoneCarryItsGivenAwayHintsIsNoDifference(t *testing.T) {
+	hinted := func(hints ...string) discoveryv1.EndpointSlice {
+		s := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2", "10.0.0.3")
+		for i := range s.Endpoints {
+			zone := "zone-b"
+			s.Endpoints[i].Zone = &zone
+			s.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: hints[i]}}}
+		}
+		return s
+	}
+	// R5.14: zone-b gives one endpoint's hint to zone-c; which one is upstream's arbitrary order.
+	upstream := slicesState(hinted("zone-b", "zone-c", "zone-b"))
+	if diffs, regrouped := compareStates(upstream, slicesState(hinted("zone-c", "zone-b", "zone-b")), sized); len(diffs) != 0 || !regrouped["svc/IPv4"] {
+		t.Errorf("another endpoint of zone-b hinted for zone-c: diffs %v, regrouped %v; want none, and regrouped", diffs, regrouped)
+	}
+	// The number of hints per zone is determined.
+	if diffs, _ := compareStates(upstream, slicesState(hinted("zone-c", "zone-c", "zone-b")), unsized); len(diffs) != 1 {
+		t.Errorf("two endpoints hinted for zone-c where upstream hinted one: diffs %v, want one", diffs)
+	}
+}

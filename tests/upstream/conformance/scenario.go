@@ -117,6 +117,12 @@ func generate(seed uint64, topologyAuto bool) *scenario {
 	}
 	pods := g.rng.IntN(10)
 	switch {
+	case g.topologyAuto && g.s.features["topology-mode-auto"] && g.chance(2):
+		// Topology-aware hints need ready endpoints in every zone (R5.11); with a handful of
+		// pods an Auto Service rarely gets any. Only under --topology-auto, so the default
+		// scenarios stay as they are.
+		pods = 101 + g.rng.IntN(60)
+		g.feature("more-than-100-endpoints")
 	case g.chance(40):
 		// Beyond Endpoints' capacity (1,000 addresses, truncated) and many slices.
 		pods = 1001 + g.rng.IntN(100)
@@ -243,6 +249,13 @@ func (g *generator) pod() *podState {
 	name := fmt.Sprintf("pod-%d", g.nextPod)
 	g.nextPod++
 	n := g.rng.IntN(len(harnessNodes) + 1)
+	if n < len(harnessNodes) && harnessNodes[n].zone == "" && g.s.features["topology-mode-auto"] && g.s.seed%4 != 0 {
+		// A ready endpoint without a zone denies topology-aware hints to its Service (R5.13),
+		// so in three of four scenarios with an Auto Service no pod runs on the zoneless Node,
+		// and hints are given (the zoneless Node is the last of harnessNodes). No draw is added, so
+		// every other choice stays the seed's.
+		n = g.nextPod % (len(harnessNodes) - 1)
+	}
 	node, ipv4, ipv6 := g.s.node, "10.0.200.1", "fd00:10::200:1"
 	if n < len(harnessNodes) {
 		node, ipv4, ipv6 = harnessNodes[n].name, harnessNodes[n].ipv4, harnessNodes[n].ipv6
