@@ -82,6 +82,33 @@ pub struct ApiServerArgs {
     #[arg(long, env = "WEIR_APISERVER_FAULT_EXPIRE_WATCHES", default_value_t = 0)]
     pub fault_expire_watches: u64,
 
+    /// How long a client may take to send a request's headers, counted from when the server
+    /// waits for them: after the accept, and on a keep-alive connection after the previous
+    /// response (so it is also the idle timeout of keep-alive connections). 1s to 10m.
+    #[arg(long, env = "WEIR_APISERVER_HEADER_READ_TIMEOUT", default_value = "30s", value_parser = weir_serve::parse_timeout)]
+    pub header_read_timeout: Duration,
+
+    /// Most connections served at once; further ones wait in the listen backlog until one
+    /// closes. Watches hold a connection each.
+    #[arg(long, env = "WEIR_APISERVER_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+
+    /// Static bearer tokens for TokenReview, in kube-apiserver's --token-auth-file format:
+    /// one `token,user,uid,"group1,group2"` line each. Without it no token is valid.
+    /// weir-apiserver's own API stays unauthenticated (docs/apiserver.md).
+    #[arg(long, env = "WEIR_APISERVER_TOKEN_AUTH_FILE", value_name = "FILE")]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// ABAC policies for SubjectAccessReview, in kube-apiserver's --authorization-policy-file
+    /// format (one JSON Policy a line). Without it every review is allowed, as
+    /// --authorization-mode=AlwaysAllow.
+    #[arg(
+        long,
+        env = "WEIR_APISERVER_AUTHORIZATION_POLICY_FILE",
+        value_name = "FILE"
+    )]
+    pub authorization_policy_file: Option<PathBuf>,
+
     /// Fault injection: seed of the random source that picks the failing requests.
     #[arg(long, env = "WEIR_APISERVER_FAULT_SEED", default_value_t = 0)]
     pub fault_seed: u64,
@@ -107,6 +134,10 @@ impl ApiServerArgs {
             seed: Vec::new(),
             max_pod_grace_period: self.max_pod_grace_period_ms.map(Duration::from_millis),
             initial_resource_version: self.initial_resource_version,
+            limits: weir_serve::Limits {
+                header_read_timeout: self.header_read_timeout,
+                max_connections: self.max_connections as usize,
+            },
             ..Config::default()
         }
     }
@@ -120,6 +151,19 @@ pub async fn run(args: ApiServerArgs) -> anyhow::Result<()> {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         config.seed =
             crate::parse_seed(&text).with_context(|| format!("parsing {}", path.display()))?;
+    }
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    if let Some(path) = &args.token_auth_file {
+        config.reviews.tokens = crate::review::parse_token_file(&read(path)?)
+            .with_context(|| format!("--token-auth-file {}", path.display()))?;
+    }
+    if let Some(path) = &args.authorization_policy_file {
+        config.reviews.policies = Some(
+            crate::review::parse_policy_file(&read(path)?)
+                .with_context(|| format!("--authorization-policy-file {}", path.display()))?,
+        );
     }
     let server = ApiServer::start(config).await?;
     println!("weir-apiserver listening on {}", server.url());

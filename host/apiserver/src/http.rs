@@ -126,16 +126,18 @@ async fn handle(State(sh): State<Arc<Shared>>, req: Request) -> Response {
     if let Some(resp) = crate::discovery::serve(&sh, &parts.method, &path, &parts.headers) {
         return resp;
     }
-    let target = match parse_target(&path) {
-        None => {
+    let review = crate::review::Endpoint::of(&parts.method, &path);
+    let target = match (review, parse_target(&path)) {
+        (Some(_), _) => None,
+        (None, None) => {
             return error_response(&ApiError::new(
                 404,
                 "NotFound",
                 "the server could not find the requested resource",
             ));
         }
-        Some(Err(e)) => return error_response(&e),
-        Some(Ok(t)) => t,
+        (None, Some(Err(e))) => return error_response(&e),
+        (None, Some(Ok(t))) => Some(t),
     };
     let read = axum::body::to_bytes(body, 3 * 1024 * 1024);
     let body = match tokio::time::timeout(sh.request_body_timeout, read).await {
@@ -150,6 +152,17 @@ async fn handle(State(sh): State<Arc<Shared>>, req: Request) -> Response {
                 "request did not complete within the allowed duration: the request body stalled",
             ));
         }
+    };
+    let Some(target) = target else {
+        let review = review.expect("a request without a target is a review");
+        let answer = async {
+            let review_body = parse_body_off_thread(&parts.headers, &body).await?;
+            sh.reviews.answer(review, &review_body)
+        };
+        return match answer.await {
+            Ok(v) => json_response(201, &v),
+            Err(e) => error_response(&e),
+        };
     };
     match handle_resource(&sh, &parts.method, &parts.headers, &query, target, body).await {
         Ok(r) => r,

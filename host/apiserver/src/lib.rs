@@ -35,6 +35,7 @@ mod openapi;
 mod patch;
 mod proto;
 mod resources;
+pub mod review;
 mod selector;
 mod store;
 mod util;
@@ -143,6 +144,10 @@ pub struct Config {
     /// Whether watches accept `sendInitialEvents` (watch-list). `false` answers it with 422,
     /// as a kube-apiserver whose `WatchList` feature gate is off, to test clients' fallback.
     pub watch_list: bool,
+    /// The tokens and policies TokenReview and SubjectAccessReview answer from.
+    pub reviews: review::Reviews,
+    /// Header-read timeout and connection cap of the listener.
+    pub limits: weir_serve::Limits,
 }
 
 impl Default for Config {
@@ -158,6 +163,8 @@ impl Default for Config {
             request_body_timeout: Duration::from_secs(60),
             initial_resource_version: 0,
             watch_list: true,
+            reviews: review::Reviews::default(),
+            limits: weir_serve::Limits::default(),
         }
     }
 }
@@ -359,6 +366,7 @@ pub(crate) struct Shared {
     pub addr: SocketAddr,
     pub request_body_timeout: Duration,
     pub watch_list: bool,
+    pub reviews: review::Reviews,
 }
 
 impl Shared {
@@ -463,19 +471,19 @@ impl ApiServer {
             addr,
             request_body_timeout: config.request_body_timeout,
             watch_list: config.watch_list,
+            reviews: config.reviews.clone(),
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let app = http::router(shared.clone());
-        let task = tokio::spawn(async move {
-            let r = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stop_rx.await;
-                })
-                .await;
-            if let Err(e) = r {
-                tracing::error!(error = %e, "apiserver stopped");
-            }
-        });
+        let task = tokio::spawn(weir_serve::serve(
+            listener,
+            app,
+            config.limits,
+            None,
+            async {
+                let _ = stop_rx.await;
+            },
+        ));
         let ns_task = tokio::spawn(namespace_controller(
             shared.clone(),
             config.namespace_deletion_delay,
