@@ -1,6 +1,13 @@
-//! The admin HTTP endpoint of `weir run`: `/healthz`, `/readyz`, `/metrics` (Prometheus text,
+//! The admin HTTP endpoints of `weir run`: `/healthz`, `/readyz`, `/metrics` (Prometheus text,
 //! or OpenMetrics when the scraper's Accept header asks for it),
 //! `/guest` (active guest digest and swap history, JSON).
+//!
+//! The probes are always plain HTTP. `/metrics` and `/guest` are served either beside them
+//! ([`Admin::plain`]) or on a port of their own over HTTPS to callers the API server
+//! authenticates and authorises ([`Admin::secure`], [`auth`]), as controller-runtime's secure
+//! metrics serving does.
+
+pub mod auth;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,26 +35,44 @@ impl Admin {
         Admin { handle, swapper }
     }
 
-    /// Binds `addr` and serves until the returned task is dropped or aborted. Returns the
-    /// bound address (useful with port 0).
+    /// Binds `addr` and serves every path there in plain HTTP, with the default listener
+    /// limits, until the returned task is dropped or aborted. Returns the bound address
+    /// (useful with port 0).
     pub async fn serve(
         self,
         addr: SocketAddr,
     ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let bound = listener.local_addr()?;
-        let app = Router::new()
+        weir_serve::spawn(addr, self.plain(true), weir_serve::Limits::default(), None).await
+    }
+
+    /// The plain router: the probes, and `/metrics` and `/guest` too when `with_data`.
+    pub fn plain(&self, with_data: bool) -> Router {
+        let probes = Router::new()
             .route("/healthz", get(healthz))
-            .route("/readyz", get(readyz))
+            .route("/readyz", get(readyz));
+        let app = if with_data {
+            probes.merge(self.data())
+        } else {
+            probes
+        };
+        app.with_state(self.clone())
+    }
+
+    /// The secure router: `/metrics` and `/guest`, each only for callers `authorizer` lets
+    /// through. Serve it over TLS.
+    pub fn secure(&self, authorizer: Arc<auth::Authorizer>) -> Router {
+        self.data()
+            .with_state(self.clone())
+            .layer(axum::middleware::from_fn_with_state(
+                authorizer,
+                auth::require_access,
+            ))
+    }
+
+    fn data(&self) -> Router<Admin> {
+        Router::new()
             .route("/metrics", get(metrics))
             .route("/guest", get(guest))
-            .with_state(self);
-        let task = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app).await {
-                tracing::error!(error = %e, "admin endpoint failed");
-            }
-        });
-        Ok((bound, task))
     }
 }
 

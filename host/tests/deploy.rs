@@ -201,7 +201,61 @@ fn manifests_render_validate_and_hold_together() {
         "{cases_map:?}"
     );
 
-    // The PDB and the metrics Service select the Pods; the Service's port is the admin port.
+    // The probes use the plain admin port, the metrics Service the secure metrics port.
+    let port_named = |name: &str| -> i64 {
+        container["ports"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no container port {name}"))["containerPort"]
+            .as_i64()
+            .unwrap()
+    };
+    let port_of = |addr: &str| -> i64 { addr.rsplit_once(':').unwrap().1.parse().unwrap() };
+    for probe in ["livenessProbe", "readinessProbe"] {
+        let port = str_of(&container[probe]["httpGet"]["port"]);
+        assert_eq!(
+            port_named(port),
+            port_of(&flag_value("--admin-addr")),
+            "{probe}"
+        );
+        assert!(
+            container[probe]["httpGet"]["scheme"].is_null(),
+            "{probe}: plain HTTP"
+        );
+    }
+    assert!(!args.contains(&"--metrics-secure=false"), "{args:?}");
+    assert_eq!(
+        port_named("metrics"),
+        port_of(&flag_value("--metrics-addr"))
+    );
+
+    // Other Pods reach only the secure metrics port.
+    let policy = find(&objects, "NetworkPolicy", "weir");
+    for (k, v) in policy["spec"]["podSelector"]["matchLabels"]
+        .as_mapping()
+        .unwrap()
+    {
+        assert_eq!(&pod_labels[k], v);
+    }
+    assert_eq!(
+        policy["spec"]["policyTypes"],
+        serde_yaml::from_str::<Value>("[Ingress]").unwrap()
+    );
+    let ingress = policy["spec"]["ingress"].as_sequence().unwrap();
+    let open_ports: Vec<&Value> = ingress
+        .iter()
+        .flat_map(|rule| {
+            rule["ports"]
+                .as_sequence()
+                .expect("every rule names its ports")
+        })
+        .map(|p| &p["port"])
+        .collect();
+    assert_eq!(open_ports, [&Value::from("metrics")], "{ingress:?}");
+
+    // The PDB and the metrics Service select the Pods; the Service's port is the metrics port.
     let selects_pods = |selector: &Value| {
         let selector = selector.as_mapping().unwrap();
         assert!(!selector.is_empty());
@@ -213,14 +267,7 @@ fn manifests_render_validate_and_hold_together() {
     let service = find(&objects, "Service", "weir-metrics");
     selects_pods(&service["spec"]["selector"]);
     let target = &service["spec"]["ports"][0]["targetPort"];
-    assert!(
-        container["ports"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .any(|p| &p["name"] == target),
-        "metrics Service targets {target:?}, not a container port"
-    );
+    assert_eq!(target, "metrics", "the metrics Service targets {target:?}");
 
     // Least privilege: the ConfigMap and the Lease are reachable by name only; nothing may
     // touch Secrets; events go through events.k8s.io.
@@ -269,6 +316,24 @@ fn manifests_render_validate_and_hold_together() {
             .all(|r| r["verbs"].as_sequence().unwrap().iter().all(|v| v != "*")),
         "no wildcard verbs"
     );
+    // The secure metrics endpoint's reviews, create only.
+    assert_eq!(groups_for("tokenreviews"), ["authentication.k8s.io"]);
+    assert_eq!(groups_for("subjectaccessreviews"), ["authorization.k8s.io"]);
+    for resource in ["tokenreviews", "subjectaccessreviews"] {
+        for rule in rules_for(cluster_rules, resource) {
+            assert_eq!(
+                rule["verbs"],
+                serde_yaml::from_str::<Value>("[create]").unwrap()
+            );
+        }
+    }
+    // Metrics readers may get /metrics and /guest, nothing else.
+    let reader = find(&objects, "ClusterRole", "weir-metrics-reader");
+    assert_eq!(
+        reader["rules"],
+        serde_yaml::from_str::<Value>("[{nonResourceURLs: [/metrics, /guest], verbs: [get]}]")
+            .unwrap()
+    );
 
     // The monitoring overlay: the base plus a ServiceMonitor scraping the metrics Service.
     let (text, objects) = render("deploy/kubernetes/monitoring");
@@ -287,6 +352,16 @@ fn manifests_render_validate_and_hold_together() {
         monitor["spec"]["endpoints"][0]["port"],
         service["spec"]["ports"][0]["name"]
     );
+    // HTTPS with Prometheus' token, and Prometheus bound to the reader role.
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["scheme"], "https");
+    assert_eq!(
+        endpoint["bearerTokenFile"],
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    );
+    let binding = find(&objects, "ClusterRoleBinding", "weir-metrics-reader");
+    assert_eq!(binding["roleRef"]["name"], "weir-metrics-reader");
+    assert_eq!(binding["subjects"][0]["kind"], "ServiceAccount");
 }
 
 /// The rule file inside the PrometheusRule, written where `rules-test.yaml` expects it.

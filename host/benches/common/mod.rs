@@ -99,6 +99,8 @@ impl Weir {
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(["run", "--kubeconfig", kubeconfig.to_str().unwrap()])
             .args(["--admin-addr", &admin.to_string()])
+            // The bench reads /metrics beside the probes.
+            .args(["--metrics-secure=false"])
             .args(args)
             .env("WEIR_LOG", "warn")
             .stdout(Stdio::null())

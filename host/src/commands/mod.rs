@@ -11,6 +11,7 @@ pub mod new_policy;
 pub mod policy_config;
 pub mod reconcile;
 pub mod run;
+pub mod serving;
 pub mod snapshot;
 pub mod status;
 pub mod test;

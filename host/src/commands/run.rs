@@ -150,10 +150,8 @@ pub struct Args {
     )]
     pub shadow_policy_config: Option<PathBuf>,
 
-    /// Address of the admin HTTP endpoint: /healthz, /readyz, /metrics, /guest.
-    /// Use 0.0.0.0:9090 in a Pod so probes and Prometheus reach it.
-    #[arg(long, env = "WEIR_ADMIN_ADDR", default_value = "127.0.0.1:9090")]
-    pub admin_addr: std::net::SocketAddr,
+    #[command(flatten)]
+    pub serving: super::serving::ServingArgs,
 
     /// Queue every Service again after a random time between this and twice this, as
     /// kube-controller-manager's informers resync (its --min-resync-period, 12h): a key dropped
@@ -683,11 +681,13 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
             shutdown.clone(),
         )),
     };
-    let (admin_addr, _admin) = weir::admin::Admin::new(handle, Some(swapper))
-        .serve(args.admin_addr)
-        .await
-        .with_context(|| format!("cannot serve --admin-addr {}", args.admin_addr))?;
-    tracing::info!(%admin_addr, "admin endpoint: /healthz /readyz /metrics /guest");
+    // The metrics endpoint's reviews get a client (and rate bucket) of their own: callers
+    // with bogus tokens must not spend the controller's budget.
+    args.serving
+        .serve(weir::admin::Admin::new(handle, Some(swapper)), || {
+            self::client(args.kubeconfig.as_deref(), &agent, rate)
+        })
+        .await?;
     let stopped = CancellationToken::new();
     let controller = async {
         controller.run(shutdown.clone()).await;

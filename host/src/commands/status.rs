@@ -17,9 +17,11 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Show which replica leads, from the leader-election Lease, and, from that replica's admin
 /// endpoint (`--admin-url`), the active guest, its digest, and the last swap and refusal.
 ///
-/// The admin endpoint listens on each replica's `--admin-addr`, which is not published in
-/// the cluster: point `--admin-url` at the leader named here, for example through
-/// `kubectl port-forward -n NS pod/POD 9090` and `--admin-url http://127.0.0.1:9090`.
+/// `/guest` is served on each replica's secure metrics endpoint (`--metrics-addr`, HTTPS, a
+/// bearer token the API server authenticates and authorises), or beside the probes on
+/// `--admin-addr` with `weir run --metrics-secure=false`. Point `--admin-url` at the leader
+/// named here, for example through `kubectl port-forward -n NS pod/POD 8443` and
+/// `--admin-url https://127.0.0.1:8443 --admin-token-file FILE`.
 ///
 /// Exit codes: 0 a replica holds the Lease (and the admin endpoint answered, when asked);
 /// 1 no replica holds it (none ran yet, or the last holder stopped renewing); 2 the Lease or
@@ -45,10 +47,23 @@ pub struct Args {
     #[arg(long, env = "WEIR_LEADER_ELECT_RESOURCE_NAMESPACE", value_name = "NS")]
     leader_elect_resource_namespace: Option<String>,
 
-    /// Base URL of the leader's admin endpoint (`http://HOST:PORT`), to read the active guest
-    /// and the swap history from its `/guest`.
+    /// Base URL of the leader's endpoint that serves `/guest`, to read the active guest and
+    /// the swap history: `https://HOST:PORT` for the secure metrics endpoint, or
+    /// `http://HOST:PORT` for an admin endpoint of `weir run --metrics-secure=false`.
     #[arg(long, env = "WEIR_ADMIN_URL", value_name = "URL")]
     admin_url: Option<String>,
+
+    /// File holding the bearer token sent to `--admin-url` (for example from
+    /// `kubectl create token SERVICEACCOUNT`); its user needs `get` on the non-resource URL
+    /// `/guest` (ClusterRole weir-metrics-reader).
+    #[arg(long, env = "WEIR_ADMIN_TOKEN_FILE", value_name = "FILE")]
+    admin_token_file: Option<PathBuf>,
+
+    /// CA certificates (PEM) that verify an `https://` `--admin-url`. Without it the
+    /// certificate is not verified, as weir's self-signed default cannot be; the token is then
+    /// sent to whoever answers at that address.
+    #[arg(long, env = "WEIR_ADMIN_CA", value_name = "FILE")]
+    admin_ca: Option<PathBuf>,
 
     /// `text` for people, `json` for scripts.
     #[arg(short = 'o', long, value_enum, default_value_t = super::diff::Format::Text)]
@@ -83,7 +98,7 @@ async fn status(args: &Args) -> anyhow::Result<ExitCode> {
     let lead = lease.as_ref().map(|l| leader(l, SystemTime::now()));
     let held = lead.as_ref().is_some_and(|l| l["held"] == true);
     let guest = match &args.admin_url {
-        Some(url) => Some(admin_guest(url).await?),
+        Some(url) => Some(admin_guest(url, args).await?),
         None => None,
     };
     let document = json!({
@@ -127,30 +142,48 @@ fn leader(lease: &Lease, now: SystemTime) -> Value {
 }
 
 /// GET `<admin>/guest` of a `weir run` replica: the active guest and the swap history. The
-/// one place `weir status` talks to the admin endpoint.
-async fn admin_guest(admin: &str) -> anyhow::Result<Value> {
-    use http_body_util::BodyExt;
-    let url = format!("{}/guest", admin.trim_end_matches('/'));
-    let uri: axum::http::Uri = url
+/// one place `weir status` talks to the admin endpoint; kube's client is the HTTP(S) client,
+/// as it already carries TLS and bearer tokens.
+async fn admin_guest(admin: &str, args: &Args) -> anyhow::Result<Value> {
+    let base: axum::http::Uri = admin
+        .trim_end_matches('/')
         .parse()
         .with_context(|| format!("--admin-url {admin:?} is not a URL"))?;
-    if uri.scheme_str() != Some("http") {
-        anyhow::bail!("--admin-url {admin:?}: only http:// admin endpoints can be read");
+    let https = match base.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => anyhow::bail!("--admin-url {admin:?}: give an http:// or https:// URL"),
+    };
+    let url = format!("{}/guest", admin.trim_end_matches('/'));
+    let mut config = kube::Config::new(base);
+    config.read_timeout = Some(ADMIN_TIMEOUT);
+    config.connect_timeout = Some(ADMIN_TIMEOUT);
+    if let Some(path) = &args.admin_token_file {
+        let token = std::fs::read_to_string(path)
+            .with_context(|| format!("--admin-token-file {}", path.display()))?;
+        config.auth_info.token = Some(token.trim().to_string().into());
     }
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http::<http_body_util::Empty<axum::body::Bytes>>();
-    let response = tokio::time::timeout(ADMIN_TIMEOUT, client.get(uri))
+    match &args.admin_ca {
+        Some(path) => config.root_cert_file = Some(path.clone()),
+        None => config.accept_invalid_certs = https,
+    }
+    let client = kube::Client::try_from(config)
+        .with_context(|| format!("a client for {url} (--admin-ca)"))?;
+    let request = axum::http::Request::get("/guest")
+        .body(kube::client::Body::from(Vec::new()))
+        .expect("a GET without a body is a request");
+    let response = tokio::time::timeout(ADMIN_TIMEOUT, client.send(request))
         .await
         .with_context(|| format!("{url} did not answer within {ADMIN_TIMEOUT:?}"))?
         .with_context(|| format!("cannot reach {url}"))?;
     let status = response.status();
-    let body = tokio::time::timeout(ADMIN_TIMEOUT, response.into_body().collect())
+    let body = tokio::time::timeout(ADMIN_TIMEOUT, response.into_body().collect_bytes())
         .await
         .with_context(|| format!("{url} did not finish its answer"))?
-        .with_context(|| format!("reading {url}"))?
-        .to_bytes();
+        .with_context(|| format!("reading {url}"))?;
     if !status.is_success() {
-        anyhow::bail!("{url} answered {status}");
+        let text = String::from_utf8_lossy(&body);
+        anyhow::bail!("{url} answered {status}: {}", text.trim());
     }
     serde_json::from_slice(&body).with_context(|| format!("{url} did not answer JSON"))
 }

@@ -61,6 +61,8 @@ async fn a_configmap_swap_between_cel_rules_is_hot_and_gated() {
         .args(["--guest", "builtin:cel"])
         .args(["--policy-config", "configmap:app/rules/policy.yaml"])
         .args(["--leader-elect=false", "--admin-addr", &admin])
+        // /readyz is enough; secure metrics serving has its own test (secure.rs).
+        .env("WEIR_METRICS_SECURE", "false")
         .env("WEIR_LOG", "warn");
     let _run = Proc::spawn_logging(command);
     // Starting compiles the CEL guest (megabytes of wasm; tens of seconds on a debug build of

@@ -42,6 +42,8 @@ impl Replica {
         command
             .args(["run", "--log-format", "json", "--workers", "2"])
             .args(["--admin-addr", &format!("127.0.0.1:{port}")])
+            // The tests read /metrics beside the probes.
+            .env("WEIR_METRICS_SECURE", "false")
             .args(["--leader-elect-lease-duration", lease])
             .args(["--leader-elect-renew-deadline", renew])
             .args(["--leader-elect-retry-period", retry])

@@ -8,6 +8,7 @@ mod operator;
 mod orphans;
 mod process;
 mod reset;
+mod secure;
 mod slices;
 mod staleness;
 #[path = "../support/mod.rs"]

@@ -17,11 +17,13 @@ pub(super) struct Proc {
 }
 
 impl Proc {
-    fn spawn(args: &[&str]) -> Proc {
+    pub(super) fn spawn(args: &[&str]) -> Proc {
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
         command
             .args(args)
             .env("WEIR_LOG", "warn")
+            // Tests scrape /metrics beside the probes; secure serving has its own test.
+            .env("WEIR_METRICS_SECURE", "false")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         let mut child = command.spawn().expect("spawning weir");
@@ -51,6 +53,11 @@ impl Proc {
             }
         });
         Proc { child, lines }
+    }
+
+    /// The process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Reads lines until `done` says the collected output is complete.
@@ -387,6 +394,7 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
     command
         .args(["run", "--log-format", "json", "--admin-addr", "127.0.0.1:0"])
+        .env("WEIR_METRICS_SECURE", "false")
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         // No --log: RUST_LOG decides (weir's debug lines, everything else from warn).

@@ -153,6 +153,8 @@ async fn replaced_api_server_gets_no_ghost_writes(ahead: bool) {
         .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
         .arg("--kubeconfig")
         .arg(&kubeconfig)
+        // The test scrapes /metrics beside the probes.
+        .env("WEIR_METRICS_SECURE", "false")
         .env("WEIR_LOG", "warn");
     let mut weir = Proc::spawn_logging(command);
     a.wait_ips("app", "gone", &["10.7.0.1"], &[]).await;

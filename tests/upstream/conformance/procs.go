@@ -151,7 +151,8 @@ func startWeir(weir, guest, kubeconfig, ns, dir, logName string) (*process, erro
 	if guest != "" {
 		command.Args = append(command.Args, "--guest", guest)
 	}
-	command.Env = append(os.Environ(), "WEIR_LOG=info")
+	// Scenarios run side by side: no HTTPS metrics listener on its fixed default port.
+	command.Env = append(os.Environ(), "WEIR_LOG=info", "WEIR_METRICS_SECURE=false")
 	command.Stdout = log
 	command.Stderr = log
 	p, err := start("weir", command)

@@ -388,7 +388,8 @@ func startWeir(t *testing.T, weir, kubeconfig, ns string) *exec.Cmd {
 	t.Helper()
 	command := exec.Command(weir, "run", "--kubeconfig", kubeconfig, "--namespace", ns,
 		"--leader-elect=false", "--admin-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-	command.Env = append(os.Environ(), "WEIR_LOG=warn")
+	// No HTTPS metrics listener on its fixed default port for tests side by side.
+	command.Env = append(os.Environ(), "WEIR_LOG=warn", "WEIR_METRICS_SECURE=false")
 	command.Stdout = os.Stderr
 	command.Stderr = os.Stderr
 	if err := command.Start(); err != nil {

@@ -81,7 +81,8 @@ func TestShippedRBAC(t *testing.T) {
 	}
 	defer logFile.Close()
 	command := exec.Command(weir, "run", "--kubeconfig", weirConfigPath,
-		"--admin-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cache-dir", filepath.Join(dir, "weir-cache"))
+		"--admin-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cache-dir", filepath.Join(dir, "weir-cache"),
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 	command.Env = append(os.Environ(), "WEIR_LOG=info", "POD_NAMESPACE=weir-system", "POD_NAME=weir-rbac-test")
 	command.Stdout = logFile
 	command.Stderr = logFile
