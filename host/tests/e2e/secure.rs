@@ -264,6 +264,15 @@ fn weir_apiserver_cuts_off_slow_and_idle_clients() {
         .block_on(slow_and_idle_clients_are_cut_off(&addr, "weir-apiserver"));
 }
 
+/// Raises this process's soft open-file limit to the hard one: 1,000 client sockets and the
+/// server's share exceed the common default soft limit of 1,024.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    limit.current = limit.maximum;
+    let _ = setrlimit(Resource::Nofile, limit);
+}
+
 /// File descriptors process `pid` holds.
 fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
@@ -275,6 +284,7 @@ fn open_fds(pid: u32) -> usize {
 fn weir_apiserver_holds_a_thousand_connections_at_its_cap() {
     const CAP: usize = 32;
     const CLIENTS: usize = 1000;
+    raise_open_file_limit();
     let server = Proc::spawn(&[
         "apiserver",
         "--addr",
