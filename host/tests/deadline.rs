@@ -36,8 +36,6 @@ const PROCESS_LIMIT: Duration = Duration::from_secs(90);
 fn weir(args: &[&str]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(args)
-        // No HTTPS listener on a fixed port for tests that run side by side.
-        .env("WEIR_METRICS_SECURE", "false")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
