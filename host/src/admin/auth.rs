@@ -87,7 +87,7 @@ impl Authorizer {
     async fn review(&self, token: &str, path: &str) -> Result<Verdict, kube::Error> {
         let review = TokenReview {
             spec: TokenReviewSpec {
-                token: Some(token.to_string()),
+                token: token.to_string(),
                 ..Default::default()
             },
             ..Default::default()
