@@ -101,11 +101,7 @@ impl ServingArgs {
 
     /// Starts the listeners; they serve until the process ends. `reviews` makes the client the
     /// secure endpoint asks the API server with, when it is served.
-    pub async fn serve<F>(
-        &self,
-        admin: Admin,
-        reviews: impl FnOnce() -> F,
-    ) -> anyhow::Result<()>
+    pub async fn serve<F>(&self, admin: Admin, reviews: impl FnOnce() -> F) -> anyhow::Result<()>
     where
         F: Future<Output = anyhow::Result<kube::Client>>,
     {

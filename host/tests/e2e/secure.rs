@@ -187,13 +187,19 @@ async fn metrics_need_a_token_the_api_server_authenticates_and_authorises() {
     };
     let out = status(Some(token_file("operator-token"))).await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(report["guest"]["active"]["digest"].as_str().map(str::len), Some(64), "{report}");
-    for (token, answer) in [
-        (None, "401"),
-        (Some(token_file("reader-token")), "403"),
-    ] {
+    assert_eq!(
+        report["guest"]["active"]["digest"].as_str().map(str::len),
+        Some(64),
+        "{report}"
+    );
+    for (token, answer) in [(None, "401"), (Some(token_file("reader-token")), "403")] {
         let out = status(token.clone()).await.unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{token:?}: {stderr}");
@@ -278,7 +284,9 @@ fn raise_open_file_limit() {
 
 /// File descriptors process `pid` holds.
 fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
 }
 
 /// `weir apiserver --max-connections 32` under 1,000 clients that each send half a request:
@@ -317,7 +325,10 @@ fn weir_apiserver_holds_a_thousand_connections_at_its_cap() {
                 // Beyond the cap and the listen backlog, connecting waits (the kernel drops
                 // the SYN and the client retries) until the test ends.
                 let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-                stream.write_all(b"GET /version HTTP/1.1\r\n").await.unwrap();
+                stream
+                    .write_all(b"GET /version HTTP/1.1\r\n")
+                    .await
+                    .unwrap();
                 std::future::pending::<()>().await;
                 drop(stream);
             }));
