@@ -2,13 +2,16 @@
 //! its cap, and answers again once they go. Alone in this test binary, because it counts the
 //! process's file descriptors.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use common::healthz;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use weir_serve::Limits;
 
@@ -28,17 +31,6 @@ fn raise_open_file_limit() {
 /// File descriptors this process holds.
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-async fn healthz(addr: std::net::SocketAddr) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .await?;
-    let mut got = Vec::new();
-    stream.read_to_end(&mut got).await?;
-    let text = String::from_utf8_lossy(&got);
-    Ok(text.split(' ').nth(1).unwrap_or_default().to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,11 +2,14 @@
 //! an idle keep-alive connection, a TLS handshake never finished (1,000 connections at once
 //! are in `connection_cap.rs`, alone in their process).
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
+use common::healthz;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use weir_serve::{Limits, Tls};
@@ -37,18 +40,6 @@ async fn closed_by_server(stream: &mut TcpStream, what: &str) -> Vec<u8> {
         Ok(_) => got,
         Err(_) => panic!("{what}: the server kept the connection open for {PATIENCE:?}"),
     }
-}
-
-/// One GET /healthz on a fresh connection: the status line's code.
-async fn healthz(addr: SocketAddr) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .await?;
-    let mut got = Vec::new();
-    stream.read_to_end(&mut got).await?;
-    let text = String::from_utf8_lossy(&got);
-    Ok(text.split(' ').nth(1).unwrap_or_default().to_string())
 }
 
 #[tokio::test]

@@ -249,15 +249,9 @@ async fn a_self_signed_certificate_is_made_when_none_is_given() {
     );
 }
 
-#[test]
-fn weir_apiserver_cuts_off_slow_and_idle_clients() {
-    let server = Proc::spawn(&[
-        "apiserver",
-        "--addr",
-        "127.0.0.1:0",
-        "--header-read-timeout",
-        "1s",
-    ]);
+/// `weir apiserver --addr 127.0.0.1:0 ARGS` as a process, and the address it listens on.
+fn apiserver(args: &[&str]) -> (Proc, String) {
+    let server = Proc::spawn(&[&["apiserver", "--addr", "127.0.0.1:0"], args].concat());
     let lines = server.read_until("the listening address", |seen| {
         seen.iter().any(|l| l.contains("listening on"))
     });
@@ -268,6 +262,12 @@ fn weir_apiserver_cuts_off_slow_and_idle_clients() {
         .trim()
         .to_string();
     let addr = url.trim_start_matches("http://").to_string();
+    (server, addr)
+}
+
+#[test]
+fn weir_apiserver_cuts_off_slow_and_idle_clients() {
+    let (_server, addr) = apiserver(&["--header-read-timeout", "1s"]);
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(slow_and_idle_clients_are_cut_off(&addr, "weir-apiserver"));
@@ -296,25 +296,12 @@ fn weir_apiserver_holds_a_thousand_connections_at_its_cap() {
     const CAP: usize = 32;
     const CLIENTS: usize = 1000;
     raise_open_file_limit();
-    let server = Proc::spawn(&[
-        "apiserver",
-        "--addr",
-        "127.0.0.1:0",
+    let (server, addr) = apiserver(&[
         "--max-connections",
         &CAP.to_string(),
         "--header-read-timeout",
         "10m",
     ]);
-    let lines = server.read_until("the listening address", |seen| {
-        seen.iter().any(|l| l.contains("listening on"))
-    });
-    let url = lines
-        .iter()
-        .find_map(|l| l.split("listening on ").nth(1))
-        .unwrap()
-        .trim()
-        .to_string();
-    let addr = url.trim_start_matches("http://").to_string();
     let pid = server.pid();
     let baseline = open_fds(pid);
     tokio::runtime::Runtime::new().unwrap().block_on(async {
