@@ -91,8 +91,9 @@ async fn slow_and_idle_clients_are_cut_off(addr: &str, what: &str) {
     closed_by_server(&mut idle, &format!("{what}: a silent client")).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_need_a_token_the_api_server_authenticates_and_authorises() {
+/// weir-apiserver with `web_app` and the reviews above, and a kubeconfig for it in a
+/// temporary directory.
+async fn cluster_with_reviews() -> (Cluster, tempfile::TempDir, std::path::PathBuf) {
     let c = Cluster::start_with(weir_apiserver::Config {
         seed: web_app(),
         reviews: reviews(),
@@ -102,6 +103,12 @@ async fn metrics_need_a_token_the_api_server_authenticates_and_authorises() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     c.server.write_kubeconfig(&kubeconfig).unwrap();
+    (c, dir, kubeconfig)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_a_token_the_api_server_authenticates_and_authorises() {
+    let (c, dir, kubeconfig) = cluster_with_reviews().await;
     let (ca, cert, key) = certificate(dir.path());
     let admin = format!("127.0.0.1:{}", free_port());
     let metrics = format!("127.0.0.1:{}", free_port());
@@ -213,15 +220,7 @@ async fn metrics_need_a_token_the_api_server_authenticates_and_authorises() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_self_signed_certificate_is_made_when_none_is_given() {
-    let c = Cluster::start_with(weir_apiserver::Config {
-        seed: web_app(),
-        reviews: reviews(),
-        ..Default::default()
-    })
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    let (_cluster, dir, kubeconfig) = cluster_with_reviews().await;
     let metrics = format!("127.0.0.1:{}", free_port());
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
     command
