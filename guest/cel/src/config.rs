@@ -6,6 +6,12 @@ use std::sync::Arc;
 use cel::{Env, Program};
 use serde::Deserialize;
 
+use crate::projection::Projections;
+
+/// The objects built with only the fields the expressions reach ([`Projections`]); `params`
+/// and `endpoint` are small, and built whole.
+pub const PROJECTED: [&str; 3] = ["service", "pod", "node"];
+
 /// A rule of the configuration: what it decides about one pod's endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
@@ -74,6 +80,8 @@ pub struct Config {
     pub variables: Vec<Variable>,
     /// The rules' programs, indexed like [`Rule::ALL`]; `None` keeps upstream's value.
     pub rules: [Option<Program>; 4],
+    /// The fields of the [`PROJECTED`] objects that the variables and rules reach.
+    pub projections: Projections,
 }
 
 impl std::fmt::Debug for Config {
@@ -83,6 +91,7 @@ impl std::fmt::Debug for Config {
             .field("params", &self.params)
             .field("variables", &self.variables)
             .field("rules", &self.rules)
+            .field("projections", &self.projections)
             .finish_non_exhaustive()
     }
 }
@@ -149,11 +158,18 @@ pub fn compile(config: &str) -> Result<Config, String> {
             )?);
         }
     }
+    let expressions = variables
+        .iter()
+        .map(|v| &v.program)
+        .chain(rules.iter().flatten())
+        .map(Program::expression);
+    let projections = Projections::of(&PROJECTED, expressions);
     Ok(Config {
         env: Arc::new(env),
         params: written.params,
         variables,
         rules,
+        projections,
     })
 }
 

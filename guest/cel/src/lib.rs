@@ -21,6 +21,7 @@ pub mod check;
 pub mod config;
 pub mod object;
 pub mod policy;
+pub mod projection;
 
 use weir_policy::types::{Decision, Request};
 

@@ -1,8 +1,9 @@
 //! The objects expressions see, built from what the guest receives over WIT, with Kubernetes'
 //! JSON field names so that an expression reads as it would in a ValidatingAdmissionPolicy.
 //!
-//! Every value borrows the request's strings: a pod's object costs a few small maps, not a copy
-//! of the pod. Which fields exist is listed in `docs/policy-authoring.md` (§10); the rule here:
+//! Every value borrows the request's strings, and each object is built with the fields the
+//! configuration's expressions reach ([`crate::projection`]): a pod's object costs a few small
+//! maps, not a copy of the pod. Which fields exist is listed in `docs/policy-authoring.md` (§10); the rule here:
 //! a field the contract always carries is always present (an empty string, list or map, or
 //! `false`, when Kubernetes would leave it out), and an `option` that is `none` is absent, so
 //! `has()` tells. Labels and annotations are always maps, so `'k' in pod.metadata.labels`
@@ -14,14 +15,16 @@ use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
 };
 use cel::common::value::Val;
-use weir_policy::types::{KeyValue, Pod, Service, TargetPort};
+use weir_policy::types::{KeyValue, Pod, PodCondition, Service, ServicePort, TargetPort};
 use weir_policy::well_known;
+
+use crate::projection::{Projection, WHOLE};
 
 /// A CEL value that borrows for `'v`.
 pub type Value<'v> = Box<dyn Val + 'v>;
 
 /// The readiness upstream decided for one endpoint, before any rule ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Endpoint {
     /// `ready`: in `addresses` (Endpoints) or `conditions.ready` (slices).
     pub ready: bool,
@@ -51,11 +54,16 @@ fn strings(items: &[String]) -> Value<'_> {
     list(items.iter().map(|s| string(s)).collect())
 }
 
-/// An object: the fields given, under their Kubernetes names. `None` fields are left out.
-fn object<'v, const N: usize>(fields: [(&'static str, Option<Value<'v>>); N]) -> Value<'v> {
+/// A field of an object: its name, and what makes its value for its projection (`None` leaves
+/// the field out).
+type Field<'f, 'v> = (&'static str, &'f dyn Fn(&Projection) -> Option<Value<'v>>);
+
+/// An object: the fields given, under their Kubernetes names, those `shape` reaches only, each
+/// made only then.
+fn object<'v>(shape: &Projection, fields: &[Field<'_, 'v>]) -> Value<'v> {
     let map: HashMap<CelMapKey<'v>, Value<'v>> = fields
-        .into_iter()
-        .filter_map(|(name, value)| Some((CelMapKey::from(name), value?)))
+        .iter()
+        .filter_map(|(name, make)| Some((CelMapKey::from(*name), make(shape.field(name)?)?)))
         .collect();
     Box::new(CelMap::from(map))
 }
@@ -69,147 +77,167 @@ fn key_values(items: &[KeyValue]) -> Value<'_> {
     Box::new(CelMap::from(map))
 }
 
-/// `service`: metadata and spec, as far as the contract carries them.
-pub fn service(service: &Service) -> Value<'_> {
-    let ports = service
-        .ports
-        .iter()
-        .map(|port| {
-            let target: Value<'_> = match &port.target_port {
-                TargetPort::Number(n) => int(*n),
-                TargetPort::Name(name) => string(name),
-            };
-            object([
-                ("name", Some(string(&port.name))),
-                ("protocol", Some(string(&port.protocol))),
-                ("port", Some(int(port.port))),
-                ("targetPort", Some(target)),
-                ("appProtocol", port.app_protocol.as_deref().map(string)),
-            ])
-        })
-        .collect();
+/// `service`: metadata and spec, as far as the contract carries them and `shape` reaches.
+pub fn service<'v>(service: &'v Service, shape: &Projection) -> Value<'v> {
     let service_type = if service.service_type.is_empty() {
         "ClusterIP"
     } else {
         &service.service_type
     };
-    object([
-        (
-            "metadata",
-            Some(object([
-                ("name", Some(string(&service.name))),
-                ("namespace", Some(string(&service.namespace))),
-                ("uid", Some(string(&service.uid))),
-                ("labels", Some(key_values(&service.labels))),
-                ("annotations", Some(key_values(&service.annotations))),
-                (
-                    "creationTimestamp",
-                    service.creation_timestamp.as_deref().map(string),
-                ),
-            ])),
-        ),
-        (
-            "spec",
-            Some(object([
-                ("selector", service.selector.as_deref().map(key_values)),
-                ("type", Some(string(service_type))),
-                ("clusterIP", Some(string(&service.cluster_ip))),
-                ("clusterIPs", Some(strings(&service.cluster_ips))),
-                ("ipFamilies", Some(strings(&service.ip_families))),
-                ("ports", Some(list(ports))),
-                (
-                    "publishNotReadyAddresses",
-                    Some(boolean(service.publish_not_ready_addresses)),
-                ),
-                (
-                    "trafficDistribution",
-                    service.traffic_distribution.as_deref().map(string),
-                ),
-            ])),
-        ),
-    ])
+    let port = |port: &'v ServicePort| {
+        object(
+            &WHOLE,
+            &[
+                ("name", &|_| Some(string(&port.name))),
+                ("protocol", &|_| Some(string(&port.protocol))),
+                ("port", &|_| Some(int(port.port))),
+                ("targetPort", &|_| {
+                    Some(match &port.target_port {
+                        TargetPort::Number(n) => int(*n),
+                        TargetPort::Name(name) => string(name),
+                    })
+                }),
+                ("appProtocol", &|_| port.app_protocol.as_deref().map(string)),
+            ],
+        )
+    };
+    object(
+        shape,
+        &[
+            ("metadata", &|shape| {
+                Some(object(
+                    shape,
+                    &[
+                        ("name", &|_| Some(string(&service.name))),
+                        ("namespace", &|_| Some(string(&service.namespace))),
+                        ("uid", &|_| Some(string(&service.uid))),
+                        ("labels", &|_| Some(key_values(&service.labels))),
+                        ("annotations", &|_| Some(key_values(&service.annotations))),
+                        ("creationTimestamp", &|_| {
+                            service.creation_timestamp.as_deref().map(string)
+                        }),
+                    ],
+                ))
+            }),
+            ("spec", &|shape| {
+                Some(object(
+                    shape,
+                    &[
+                        ("selector", &|_| service.selector.as_deref().map(key_values)),
+                        ("type", &|_| Some(string(service_type))),
+                        ("clusterIP", &|_| Some(string(&service.cluster_ip))),
+                        ("clusterIPs", &|_| Some(strings(&service.cluster_ips))),
+                        ("ipFamilies", &|_| Some(strings(&service.ip_families))),
+                        ("ports", &|_| Some(list(service.ports.iter().map(port).collect()))),
+                        ("publishNotReadyAddresses", &|_| {
+                            Some(boolean(service.publish_not_ready_addresses))
+                        }),
+                        ("trafficDistribution", &|_| {
+                            service.traffic_distribution.as_deref().map(string)
+                        }),
+                    ],
+                ))
+            }),
+        ],
+    )
 }
 
-/// `pod`: metadata, the scheduling fields of spec, and status.
-pub fn pod(pod: &Pod) -> Value<'_> {
-    let conditions = pod
-        .conditions
-        .iter()
-        .map(|condition| {
-            object([
-                ("type", Some(string(&condition.condition_type))),
-                ("status", Some(string(&condition.status))),
-                (
-                    "lastTransitionTime",
-                    condition.last_transition_time.as_deref().map(string),
-                ),
-            ])
-        })
-        .collect();
-    let pod_ips = pod
-        .pod_ips
-        .iter()
-        .map(|ip| object([("ip", Some(string(ip)))]))
-        .collect();
-    object([
-        (
-            "metadata",
-            Some(object([
-                ("name", Some(string(&pod.name))),
-                ("namespace", Some(string(&pod.namespace))),
-                ("uid", Some(string(&pod.uid))),
-                ("labels", Some(key_values(&pod.labels))),
-                ("annotations", Some(key_values(&pod.annotations))),
-            ])),
-        ),
-        (
-            "spec",
-            Some(object([
-                ("nodeName", Some(string(&pod.node_name))),
-                ("hostname", Some(string(&pod.hostname))),
-                ("subdomain", Some(string(&pod.subdomain))),
-            ])),
-        ),
-        (
-            "status",
-            Some(object([
-                ("phase", Some(string(&pod.phase))),
-                ("podIP", pod.pod_ip.as_deref().map(string)),
-                ("podIPs", Some(list(pod_ips))),
-                ("conditions", Some(list(conditions))),
-            ])),
-        ),
-    ])
+/// `pod`: metadata, the scheduling fields of spec, and status, as far as `shape` reaches.
+pub fn pod<'v>(pod: &'v Pod, shape: &Projection) -> Value<'v> {
+    let condition = |condition: &'v PodCondition| {
+        object(
+            &WHOLE,
+            &[
+                ("type", &|_| Some(string(&condition.condition_type))),
+                ("status", &|_| Some(string(&condition.status))),
+                ("lastTransitionTime", &|_| {
+                    condition.last_transition_time.as_deref().map(string)
+                }),
+            ],
+        )
+    };
+    let pod_ip = |ip: &'v String| object(&WHOLE, &[("ip", &|_| Some(string(ip)))]);
+    object(
+        shape,
+        &[
+            ("metadata", &|shape| {
+                Some(object(
+                    shape,
+                    &[
+                        ("name", &|_| Some(string(&pod.name))),
+                        ("namespace", &|_| Some(string(&pod.namespace))),
+                        ("uid", &|_| Some(string(&pod.uid))),
+                        ("labels", &|_| Some(key_values(&pod.labels))),
+                        ("annotations", &|_| Some(key_values(&pod.annotations))),
+                    ],
+                ))
+            }),
+            ("spec", &|shape| {
+                Some(object(
+                    shape,
+                    &[
+                        ("nodeName", &|_| Some(string(&pod.node_name))),
+                        ("hostname", &|_| Some(string(&pod.hostname))),
+                        ("subdomain", &|_| Some(string(&pod.subdomain))),
+                    ],
+                ))
+            }),
+            ("status", &|shape| {
+                Some(object(
+                    shape,
+                    &[
+                        ("phase", &|_| Some(string(&pod.phase))),
+                        ("podIP", &|_| pod.pod_ip.as_deref().map(string)),
+                        ("podIPs", &|_| Some(list(pod.pod_ips.iter().map(pod_ip).collect()))),
+                        ("conditions", &|_| {
+                            Some(list(pod.conditions.iter().map(condition).collect()))
+                        }),
+                    ],
+                ))
+            }),
+        ],
+    )
 }
 
 /// `node`: the pod's Node as far as the contract carries it (its name, and its zone label
-/// when set), or `null` when the pod names no Node that exists.
-pub fn node(pod: &Pod) -> Value<'_> {
+/// when set) and `shape` reaches, or `null` when the pod names no Node that exists.
+pub fn node<'v>(pod: &'v Pod, shape: &Projection) -> Value<'v> {
     if !pod.node_exists || pod.node_name.is_empty() {
         return Box::new(CelNull);
     }
-    let labels: HashMap<CelMapKey<'_>, Value<'_>> = pod
-        .zone
-        .as_deref()
-        .map(|zone| (CelMapKey::from(well_known::ZONE_LABEL), string(zone)))
-        .into_iter()
-        .collect();
-    object([(
-        "metadata",
-        Some(object([
-            ("name", Some(string(&pod.node_name))),
-            ("labels", Some(Box::new(CelMap::from(labels)) as Value<'_>)),
-        ])),
-    )])
+    let labels = || {
+        let labels: HashMap<CelMapKey<'v>, Value<'v>> = pod
+            .zone
+            .as_deref()
+            .map(|zone| (CelMapKey::from(well_known::ZONE_LABEL), string(zone)))
+            .into_iter()
+            .collect();
+        Box::new(CelMap::from(labels)) as Value<'v>
+    };
+    object(
+        shape,
+        &[("metadata", &|shape| {
+            Some(object(
+                shape,
+                &[
+                    ("name", &|_| Some(string(&pod.node_name))),
+                    ("labels", &|_| Some(labels())),
+                ],
+            ))
+        })],
+    )
 }
 
 /// `endpoint`: upstream's own decision for this pod.
 pub fn endpoint<'v>(endpoint: Endpoint) -> Value<'v> {
-    object([
-        ("ready", Some(boolean(endpoint.ready))),
-        ("serving", Some(boolean(endpoint.serving))),
-        ("terminating", Some(boolean(endpoint.terminating))),
-    ])
+    object(
+        &WHOLE,
+        &[
+            ("ready", &|_| Some(boolean(endpoint.ready))),
+            ("serving", &|_| Some(boolean(endpoint.serving))),
+            ("terminating", &|_| Some(boolean(endpoint.terminating))),
+        ],
+    )
 }
 
 /// `params`: the configuration's free-form values, as JSON maps to CEL (an integer stays an

@@ -57,21 +57,31 @@ pub struct Rules<'a> {
     /// The first failure of the call. The hooks cannot return an error, so it is kept here and
     /// fails the whole reconcile afterwards ([`reconcile`]).
     failure: RefCell<Option<String>>,
+    /// Each pod's outcome by upstream's decision: both outputs (and both address families of a
+    /// dual-stack Service) ask about the same pod, and its rules run once per decision. The
+    /// pod is known by its address in the request, which outlives the call.
+    outcomes: RefCell<HashMap<(*const Pod, Endpoint), Outcome>>,
 }
 
 impl<'a> Rules<'a> {
-    /// Binds `config` to a request about `service` (`None`: `service` is `null`).
+    /// Binds `config` to a request about `service` (`None`: `service` is `null`). Of the
+    /// objects, those an expression names are bound, with the fields they reach
+    /// ([`crate::projection`]).
     pub fn new(config: &'a Config, service: Option<&'a weir_policy::types::Service>) -> Self {
         let mut shared = cel::Context::with_env(config.env.clone());
         shared.add_variable_as_val("params", object::params(&config.params));
-        shared.add_variable_as_val(
-            "service",
-            service.map_or_else(|| Box::new(CelNull) as Value<'a>, object::service),
-        );
+        if let Some(shape) = config.projections.get("service") {
+            let service = service.map_or_else(
+                || Box::new(CelNull) as Value<'a>,
+                |service| object::service(service, shape),
+            );
+            shared.add_variable_as_val("service", service);
+        }
         Rules {
             config,
             shared,
             failure: RefCell::new(None),
+            outcomes: RefCell::default(),
         }
     }
 
@@ -83,8 +93,13 @@ impl<'a> Rules<'a> {
         upstream: Endpoint,
     ) -> Result<cel::Context<'s, 's>, FieldFailure> {
         let mut scope = self.shared.new_inner_scope();
-        scope.add_variable_as_val("pod", object::pod(pod));
-        scope.add_variable_as_val("node", object::node(pod));
+        let projections = &self.config.projections;
+        if let Some(shape) = projections.get("pod") {
+            scope.add_variable_as_val("pod", object::pod(pod, shape));
+        }
+        if let Some(shape) = projections.get("node") {
+            scope.add_variable_as_val("node", object::node(pod, shape));
+        }
         scope.add_variable_as_val("endpoint", object::endpoint(upstream));
         let mut values: Vec<(&str, Value<'s>)> = Vec::with_capacity(self.config.variables.len());
         for (i, variable) in self.config.variables.iter().enumerate() {
@@ -183,7 +198,15 @@ impl Policy for Rules<'_> {
             serving: address.serving,
             terminating: address.terminating,
         };
-        match self.evaluate(pod, upstream) {
+        let key = (std::ptr::from_ref(pod), upstream);
+        let known = self.outcomes.borrow().get(&key).copied();
+        let evaluated = match known {
+            Some(outcome) => Ok(outcome),
+            None => self.evaluate(pod, upstream).inspect(|outcome| {
+                self.outcomes.borrow_mut().insert(key, *outcome);
+            }),
+        };
+        match evaluated {
             Ok(outcome) if !outcome.include => None,
             Ok(Outcome { endpoint, .. }) => {
                 address.ready = endpoint.ready;
@@ -310,6 +333,41 @@ mod tests {
             err.contains("rule `ready` returns string, not bool"),
             "{err}"
         );
+    }
+
+    /// Objects built with the fields the expressions reach decide as whole ones do (a
+    /// variable that names `pod`, `node` and `service` bare keeps them whole).
+    #[test]
+    fn projected_objects_decide_as_whole_ones() {
+        let mut annotated = pod("a", "10.0.0.1", true);
+        annotated.annotations.push(kv("weir.dev/drain", "true"));
+        annotated.zone = Some("zone-a".into());
+        let mut no_ip = pod("b", "10.0.0.2", false);
+        no_ip.pod_ip = None;
+        let mut no_node = pod("c", "10.0.0.3", true);
+        no_node.node_exists = false;
+        let pods = vec![annotated, no_ip, no_node, pod("d", "10.0.0.4", true)];
+        for rule in [
+            "'weir.dev/drain' in pod.metadata.annotations",
+            "has(pod.status.podIP) && pod.status.podIPs[0].ip == pod.status.podIP",
+            "has(pod.metadata.labels) && !has(pod.metadata.missing) && pod.metadata.name != 'b'",
+            "node == null || (has(node.metadata.labels) && 'topology.kubernetes.io/zone' in node.metadata.labels)",
+            "pod.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+            "pod.metadata == {} || size(pod.spec) == 3 && service.spec.ports.all(p, p.port > 0)",
+            "pod.metadata.annotations['weir.dev/drain'] == 'true'",
+            "has(service.spec.trafficDistribution) || service.metadata.name == pod.metadata.name",
+        ] {
+            let projected = format!(r#"{{"ready": "{rule}", "serving": "{rule}"}}"#);
+            let whole = format!(
+                r#"{{"variables": [{{"name": "whole", "expression": "[pod, node, service]"}}],
+                    "ready": "{rule}", "serving": "{rule}"}}"#
+            );
+            assert_eq!(
+                run(&projected, pods.clone()),
+                run(&whole, pods.clone()),
+                "{rule}"
+            );
+        }
     }
 
     #[test]
