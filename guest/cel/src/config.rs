@@ -1,11 +1,14 @@
 //! The configuration, modelled on a ValidatingAdmissionPolicy: `params`, `variables` and one
-//! optional expression per rule, compiled once per call.
+//! optional expression per rule, compiled once per call ([`compile`]), and checked further at
+//! the gate ([`compile_checked`]).
 
 use std::sync::Arc;
 
-use cel::{Env, Program};
+use cel::Env;
+use cel::parser::Expression;
 use serde::Deserialize;
 
+use crate::parse;
 use crate::projection::Projections;
 
 /// The objects built with only the fields the expressions reach ([`Projections`]); `params`
@@ -66,8 +69,8 @@ struct WrittenVariable {
 pub struct Variable {
     /// Its name.
     pub name: String,
-    /// Its compiled expression.
-    pub program: Program,
+    /// Its expression's syntax tree.
+    pub expression: Expression,
 }
 
 /// A compiled configuration.
@@ -78,8 +81,8 @@ pub struct Config {
     pub params: serde_json::Value,
     /// `variables`, in order.
     pub variables: Vec<Variable>,
-    /// The rules' programs, indexed like [`Rule::ALL`]; `None` keeps upstream's value.
-    pub rules: [Option<Program>; 4],
+    /// The rules' syntax trees, indexed like [`Rule::ALL`]; `None` keeps upstream's value.
+    pub rules: [Option<Expression>; 4],
     /// The fields of the [`PROJECTED`] objects that the variables and rules reach.
     pub projections: Projections,
 }
@@ -97,8 +100,8 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// The rule's program, if the configuration gives one.
-    pub fn rule(&self, rule: Rule) -> Option<&Program> {
+    /// The rule's expression, if the configuration gives one.
+    pub fn rule(&self, rule: Rule) -> Option<&Expression> {
         self.rules[rule as usize].as_ref()
     }
 
@@ -117,10 +120,30 @@ pub fn environment() -> Env {
     env
 }
 
-/// Parses and compiles a configuration. An empty one has no rules (upstream's behaviour).
-/// Errors name the field (`rule \`ready\``, `variables[0] (draining)`) and, for an expression
-/// that does not compile, the line and column in it.
+/// Parses and compiles a configuration, as each call does ([`parse::parse`]). An empty one has
+/// no rules (upstream's behaviour). Errors name the field (`rule \`ready\``,
+/// `variables[0] (draining)`) and, for an expression that does not compile, the line and
+/// column in it.
 pub fn compile(config: &str) -> Result<Config, String> {
+    compile_with(config, Parsing::Fast)
+}
+
+/// [`compile`], for the gate: each expression is parsed by cel's reference parser, and one that
+/// its fast parser reads differently is refused ([`parse::parse_checked`]).
+pub fn compile_checked(config: &str) -> Result<Config, String> {
+    compile_with(config, Parsing::Checked)
+}
+
+/// How expressions are parsed ([`crate::parse`]).
+#[derive(Debug, Clone, Copy)]
+enum Parsing {
+    /// The fast parser, falling back to the reference one.
+    Fast,
+    /// The reference parser, checked against the fast one.
+    Checked,
+}
+
+fn compile_with(config: &str, parsing: Parsing) -> Result<Config, String> {
     let written: Written = weir_policy::parse_config(config).map_err(|e| e.to_string())?;
     let env = environment();
     let mut variables: Vec<Variable> = Vec::with_capacity(written.variables.len());
@@ -136,10 +159,10 @@ pub fn compile(config: &str) -> Result<Config, String> {
                 "{field}: the name is already taken by an earlier variable"
             ));
         }
-        let program = compile_one(&env, &field, &variable.expression)?;
+        let expression = compile_one(&env, parsing, &field, &variable.expression)?;
         variables.push(Variable {
             name: variable.name,
-            program,
+            expression,
         });
     }
     let sources = [
@@ -148,11 +171,12 @@ pub fn compile(config: &str) -> Result<Config, String> {
         written.serving,
         written.terminating,
     ];
-    let mut rules: [Option<Program>; 4] = Default::default();
+    let mut rules: [Option<Expression>; 4] = Default::default();
     for ((rule, source), slot) in Rule::ALL.into_iter().zip(sources).zip(&mut rules) {
         if let Some(source) = source {
             *slot = Some(compile_one(
                 &env,
+                parsing,
                 &format!("rule `{}`", rule.name()),
                 &source,
             )?);
@@ -160,9 +184,8 @@ pub fn compile(config: &str) -> Result<Config, String> {
     }
     let expressions = variables
         .iter()
-        .map(|v| &v.program)
-        .chain(rules.iter().flatten())
-        .map(Program::expression);
+        .map(|v| &v.expression)
+        .chain(rules.iter().flatten());
     let projections = Projections::of(&PROJECTED, expressions);
     Ok(Config {
         env: Arc::new(env),
@@ -173,15 +196,28 @@ pub fn compile(config: &str) -> Result<Config, String> {
     })
 }
 
-fn compile_one(env: &Env, field: &str, source: &str) -> Result<Program, String> {
+fn compile_one(
+    env: &Env,
+    parsing: Parsing,
+    field: &str,
+    source: &str,
+) -> Result<Expression, String> {
     if source.trim().is_empty() {
         return Err(format!("{field}: the expression is empty"));
     }
-    env.compile(source).map_err(|errors| {
-        // cel prints each error as `ERROR: <input>:LINE:COLUMN: message`, then the line and a
-        // caret under the column.
-        format!("{field} does not compile: {errors}")
-    })
+    // cel prints each error as `ERROR: <input>:LINE:COLUMN: message`, then the line and a
+    // caret under the column.
+    let refused = |errors| format!("{field} does not compile: {errors}");
+    match parsing {
+        Parsing::Fast => parse::parse(env, source).map_err(refused),
+        Parsing::Checked => parse::parse_checked(env, source).map_err(|errors| match errors {
+            Some(errors) => refused(errors),
+            None => format!(
+                "{field}: cel's fast parser reads this expression differently from its \
+                 reference parser; write it another way (parentheses around a part may do)"
+            ),
+        }),
+    }
 }
 
 fn is_identifier(name: &str) -> bool {

@@ -20,6 +20,7 @@
 pub mod check;
 pub mod config;
 pub mod object;
+pub mod parse;
 pub mod policy;
 pub mod projection;
 
@@ -32,7 +33,7 @@ fn invalid(message: impl std::fmt::Display) -> String {
 /// `validate-config`: the configuration parses, every expression compiles, and every rule
 /// gives a bool for a synthetic pod ([`check::check`]).
 pub fn validate_config(config: &str) -> Result<(), String> {
-    let config = config::compile(config).map_err(invalid)?;
+    let config = config::compile_checked(config).map_err(invalid)?;
     check::check(&config).map_err(invalid)
 }
 

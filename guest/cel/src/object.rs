@@ -128,7 +128,9 @@ pub fn service<'v>(service: &'v Service, shape: &Projection) -> Value<'v> {
                         ("clusterIP", &|_| Some(string(&service.cluster_ip))),
                         ("clusterIPs", &|_| Some(strings(&service.cluster_ips))),
                         ("ipFamilies", &|_| Some(strings(&service.ip_families))),
-                        ("ports", &|_| Some(list(service.ports.iter().map(port).collect()))),
+                        ("ports", &|_| {
+                            Some(list(service.ports.iter().map(port).collect()))
+                        }),
                         ("publishNotReadyAddresses", &|_| {
                             Some(boolean(service.publish_not_ready_addresses))
                         }),
@@ -188,7 +190,9 @@ pub fn pod<'v>(pod: &'v Pod, shape: &Projection) -> Value<'v> {
                     &[
                         ("phase", &|_| Some(string(&pod.phase))),
                         ("podIP", &|_| pod.pod_ip.as_deref().map(string)),
-                        ("podIPs", &|_| Some(list(pod.pod_ips.iter().map(pod_ip).collect()))),
+                        ("podIPs", &|_| {
+                            Some(list(pod.pod_ips.iter().map(pod_ip).collect()))
+                        }),
                         ("conditions", &|_| {
                             Some(list(pod.conditions.iter().map(condition).collect()))
                         }),

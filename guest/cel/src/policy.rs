@@ -4,8 +4,9 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use cel::ExecutionError;
 use cel::common::types::{CelBool, CelMap, CelMapKey, CelNull};
-use cel::{ExecutionError, Program};
+use cel::parser::Expression;
 use weir_policy::types::{Decision, Pod, Request};
 use weir_policy::{Context, PodAddress, Policy};
 
@@ -105,7 +106,7 @@ impl<'a> Rules<'a> {
         for (i, variable) in self.config.variables.iter().enumerate() {
             // Rebinding replaces the previous map: the scope holds one `variables`.
             scope.add_variable_as_val("variables", variables(&values));
-            let value = cel::Value::resolve_val(variable.program.expression(), &scope)
+            let value = cel::Value::resolve_val(&variable.expression, &scope)
                 .map(|v| v.clone_as_boxed())
                 .map_err(|e| FieldFailure {
                     field: format!("variables[{i}] ({})", variable.name),
@@ -123,7 +124,7 @@ impl<'a> Rules<'a> {
     pub fn evaluate(&self, pod: &Pod, upstream: Endpoint) -> Result<Outcome, FieldFailure> {
         let scope = self.scope(pod, upstream)?;
         let rule = |rule: Rule, upstream: bool| match self.config.rule(rule) {
-            Some(program) => boolean(rule, program, &scope),
+            Some(expression) => boolean(rule, expression, &scope),
             None => Ok(upstream),
         };
         let include = rule(Rule::Include, true)?;
@@ -153,7 +154,7 @@ impl<'a> Rules<'a> {
     ) -> Result<(), FieldFailure> {
         let scope = self.scope(pod, upstream)?;
         match self.config.rule(rule) {
-            Some(program) => boolean(rule, program, &scope).map(drop),
+            Some(expression) => boolean(rule, expression, &scope).map(drop),
             None => Ok(()),
         }
     }
@@ -170,11 +171,11 @@ fn variables<'v>(values: &[(&str, Value<'v>)]) -> Value<'v> {
 
 fn boolean(
     rule: Rule,
-    program: &Program,
+    expression: &Expression,
     scope: &cel::Context<'_, '_>,
 ) -> Result<bool, FieldFailure> {
     let field = || format!("rule `{}`", rule.name());
-    let value = cel::Value::resolve_val(program.expression(), scope).map_err(|e| FieldFailure {
+    let value = cel::Value::resolve_val(expression, scope).map_err(|e| FieldFailure {
         field: field(),
         failure: Failure::Evaluation(e),
     })?;

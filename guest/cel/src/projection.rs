@@ -215,7 +215,10 @@ mod tests {
         );
         assert_eq!(
             found.get("pod"),
-            Some(&fields(&[("status", fields(&[("podIP", Projection::Whole)]))]))
+            Some(&fields(&[(
+                "status",
+                fields(&[("podIP", Projection::Whole)])
+            )]))
         );
     }
 
@@ -245,7 +248,8 @@ mod tests {
     #[test]
     fn selections_on_other_values_reach_nothing_of_the_objects() {
         // `[pod]` uses pod whole.
-        let found = projections(&["{'metadata': 1}.metadata == 1 && [pod][0].spec.nodeName == 'n'"]);
+        let found =
+            projections(&["{'metadata': 1}.metadata == 1 && [pod][0].spec.nodeName == 'n'"]);
         assert_eq!(found.get("pod"), Some(&Projection::Whole));
         let found = projections(&["{'pod': 1}.pod == 1"]);
         assert_eq!(found.get("pod"), None);
