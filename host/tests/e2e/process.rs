@@ -266,13 +266,13 @@ async fn metrics_scrape_passes_promtool_and_covers_the_alerts() {
         let scrape = |accept| {
             let deadline = Instant::now() + DEADLINE;
             loop {
-                // The write shows up in the metrics once the worker has counted it.
+                // The Endpoints write is counted when it is made, the sync once its slices are
+                // written too: wait for both.
                 let got = http_get(port, "/metrics", accept);
-                if got
-                    .1
-                    .contains("weir_endpoints_writes_total{action=\"create\",result=\"success\"} 1")
-                    || Instant::now() > deadline
-                {
+                let counted = got.1.contains(
+                    "weir_endpoints_writes_total{action=\"create\",result=\"success\"} 1",
+                ) && got.1.contains("weir_syncs_total{result=\"success\"}");
+                if counted || Instant::now() > deadline {
                     return got;
                 }
                 std::thread::sleep(Duration::from_millis(20));
