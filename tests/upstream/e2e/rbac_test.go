@@ -27,8 +27,10 @@ var upstreamRoles = []string{"system:controller:endpoint-controller", "system:co
 // of weir that kube-controller-manager's controllers do not have (in their place, KCM's own
 // leader election holds its Lease under another role).
 var weirExtras = map[string]string{
-	"coordination.k8s.io/leases": "leader election (--leader-elect): weir's own Lease",
-	"/configmaps":                "the guest from a ConfigMap (--guest configmap:weir-system/weir-policy/KEY)",
+	"coordination.k8s.io/leases":                "leader election (--leader-elect): weir's own Lease",
+	"/configmaps":                               "the guest from a ConfigMap (--guest configmap:weir-system/weir-policy/KEY)",
+	"authentication.k8s.io/tokenreviews":        "secure metrics serving (--metrics-secure): who calls /metrics or /guest",
+	"authorization.k8s.io/subjectaccessreviews": "secure metrics serving (--metrics-secure): whether that caller may",
 }
 
 // TestShippedRBAC applies deploy/kubernetes as rendered by kustomize to the real API server,
