@@ -19,9 +19,8 @@ use serde_json::{Value, json};
 use crate::cases::{Case, CaseError};
 use crate::reconcile::view_slices::ZONE_LABEL;
 use crate::selector::{LabelSelector, labels_match, service_selects};
+use weir_policy::well_known::SERVICE_NAME_LABEL;
 
-/// The label naming an EndpointSlice's Service.
-const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// kubectl's copy of the applied object: it repeats every name and adds nothing a sync reads.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Node labels a sync reads: the zone (R1.6) and the control-plane roles left out of
@@ -96,6 +95,14 @@ where
     }
 }
 
+/// The `namespace/name` of the Service an EndpointSlice belongs to, from its
+/// `kubernetes.io/service-name` label; `None` for a slice without it.
+pub fn service_key_of_slice(slice: &discovery::EndpointSlice) -> Option<String> {
+    let service = slice.metadata.labels.as_ref()?.get(SERVICE_NAME_LABEL)?;
+    let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
+    Some(format!("{namespace}/{service}"))
+}
+
 fn key_of(meta: &ObjectMeta) -> String {
     format!(
         "{}/{}",
@@ -126,14 +133,7 @@ impl ClusterState {
             state.endpoints.insert(key_of(&e.metadata), e);
         }
         for s in list_all::<discovery::EndpointSlice>(&api(client, ns)).await? {
-            let service = s
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(SERVICE_NAME_LABEL));
-            if let Some(service) = service {
-                let namespace = s.metadata.namespace.as_deref().unwrap_or_default();
-                let key = format!("{namespace}/{service}");
+            if let Some(key) = service_key_of_slice(&s) {
                 state.slices.entry(key).or_default().push(s);
             }
         }

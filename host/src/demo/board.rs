@@ -6,9 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-/// The label naming an EndpointSlice's Service.
-const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-
 /// Where an output lists one endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum State {
@@ -151,16 +148,8 @@ impl Board {
             if slice.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            let service = slice
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(SERVICE_NAME_LABEL));
-            if let Some(service) = service {
-                by_service
-                    .entry(key(&slice.metadata, Some(service.as_str())))
-                    .or_default()
-                    .push(slice);
+            if let Some(service) = crate::snapshot::service_key_of_slice(slice) {
+                by_service.entry(service).or_default().push(slice);
             }
         }
         for (key, slices) in by_service {
