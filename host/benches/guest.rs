@@ -35,7 +35,7 @@ use tokio::runtime::Runtime as Tokio;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
 use weir::runtime::bindings as wit;
-use weir::runtime::bindings_v0_2 as v2;
+use weir::model as v2;
 use weir::runtime::convert;
 use weir::runtime::{Guest, Limits, Runtime};
 use weir_policy::testing;

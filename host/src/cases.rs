@@ -13,15 +13,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::reconcile::request::{self, SliceInputs};
+use crate::reconcile::request::{self, Selected, SliceInputs};
 use crate::reconcile::trigger_time::TriggerTimeTracker;
 use crate::reconcile::validate::{Action, Violation, validate};
 use crate::reconcile::validate_slices::{self, SliceContext};
 use crate::reconcile::view;
 use crate::reconcile::view_slices;
-use crate::runtime::bindings as wit;
-use crate::runtime::bindings_v0_2 as wit2;
-use crate::runtime::{CallError, CallTiming, Guest, World, convert};
+use crate::model;
+use crate::runtime::{CallError, CallTiming, Guest, World};
 use crate::selector::service_selects;
 
 /// Annotation ignored when comparing, since it carries a time.
@@ -338,13 +337,13 @@ impl Case {
     }
 
     /// The outputs this case manages.
-    pub fn outputs(&self) -> wit2::Outputs {
+    pub fn outputs(&self) -> model::Outputs {
         match &self.manage {
-            None => wit2::Outputs {
+            None => model::Outputs {
                 endpoints: true,
                 endpoint_slices: true,
             },
-            Some(list) => wit2::Outputs {
+            Some(list) => model::Outputs {
                 endpoints: list.contains(&ManagedOutput::Endpoints),
                 endpoint_slices: list.contains(&ManagedOutput::EndpointSlices),
             },
@@ -357,9 +356,9 @@ impl Case {
         (!ns.is_empty() && !name.is_empty() && !name.contains('/')).then_some((ns, name))
     }
 
-    /// The request the controller would send: the Service, the pods its selector picks in its
+    /// What the request is built from: the Service, the pods its selector picks in its
     /// namespace (as `weir run` selects them), the stored Endpoints and the configuration.
-    pub fn request(&self) -> wit::Request {
+    fn selected(&self) -> Selected {
         let (namespace, name) = self.split_key().unwrap_or(("", ""));
         let service = self.service.as_ref().map(|s| view::service(s, namespace));
         let selector = self
@@ -367,7 +366,7 @@ impl Case {
             .as_ref()
             .and_then(|s| s.spec.as_ref())
             .and_then(|s| s.selector.as_ref());
-        let pods: Vec<wit::Pod> = if service.is_some() {
+        let pods: Vec<model::Pod> = if service.is_some() {
             self.pods
                 .iter()
                 .filter(|p| p.metadata.namespace.as_deref().unwrap_or(namespace) == namespace)
@@ -386,7 +385,7 @@ impl Case {
         let trigger_time = service
             .as_ref()
             .and_then(|s| TriggerTimeTracker::default().compute(&self.key, s, &pods));
-        wit::Request {
+        Selected {
             namespace: namespace.to_string(),
             name: name.to_string(),
             service,
@@ -407,18 +406,13 @@ impl Case {
         }
     }
 
-    /// The 0.2.0 request: [`Case::request`] plus the Service's stored slices, the pods'
-    /// Node facts, the slice size and the managed outputs.
-    pub fn request_v0_2(&self) -> wit2::Request {
+    /// The request the controller would send: the Service and its selected pods, the stored
+    /// Endpoints and slices, the pods' Node facts, the slice size and the managed outputs.
+    pub fn request(&self) -> model::Request {
         let nodes = self.nodes.as_deref().map(view_slices::node_zones);
-        let service = self.service.as_ref();
         request::build(
-            self.request(),
+            self.selected(),
             SliceInputs {
-                traffic_distribution: service
-                    .and_then(|s| s.spec.as_ref())
-                    .and_then(|s| s.traffic_distribution.clone()),
-                deleting: service.is_some_and(|s| s.metadata.deletion_timestamp.is_some()),
                 nodes: nodes.as_ref(),
                 slices: self.endpoint_slices.iter().collect(),
                 max_endpoints_per_slice: self.max_endpoints_per_slice,
@@ -454,8 +448,8 @@ impl Case {
         &self,
         guest: &Guest,
     ) -> (Result<Outcome, RunError>, CallTiming, std::time::Duration) {
-        let request = self.request_v0_2();
-        let (result, timing) = guest.call_v0_2_timed(&request).await;
+        let request = self.request();
+        let (result, timing) = guest.call_timed(&request).await;
         let started = std::time::Instant::now();
         let result = result
             .map_err(RunError::Call)
@@ -467,10 +461,10 @@ impl Case {
     fn outcome(
         &self,
         world: World,
-        request: &wit2::Request,
-        decision: wit2::Decision,
+        request: &model::Request,
+        decision: model::Decision,
     ) -> Result<Outcome, RunError> {
-        let wit2::Decision {
+        let model::Decision {
             endpoints,
             slices,
             errors,
@@ -479,7 +473,7 @@ impl Case {
         let action = validate(
             &request.namespace,
             &request.name,
-            convert::endpoints_decision_to_v0_1(endpoints),
+            endpoints,
             self.endpoints.as_ref(),
             crate::runtime::Limits::default().max_addresses,
         )?;

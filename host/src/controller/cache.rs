@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1 as core;
 
 use super::packed::Packed;
 use super::slim_pod::{SlimPod, Text};
-use crate::runtime::bindings as wit;
+use crate::model as wit;
 use crate::selector::{LabelSelector, labels_match};
 
 /// `namespace/name`.
@@ -126,10 +126,6 @@ pub struct CachedService {
     pub view: Arc<wit::Service>,
     /// `metadata.resourceVersion`.
     pub resource_version: String,
-    /// `spec.trafficDistribution`, which only the slice path reads.
-    pub traffic_distribution: Option<String>,
-    /// Whether `metadata.deletionTimestamp` is set (no slice creates then, R4.22a).
-    pub deleting: bool,
 }
 
 /// A cached Endpoints object, packed (see [`Packed`]), with what the informer and the
@@ -194,11 +190,6 @@ impl Cache {
             let cached = CachedService {
                 view: Arc::new(crate::reconcile::view::service(svc, &namespace)),
                 resource_version: svc.metadata.resource_version.clone().unwrap_or_default(),
-                traffic_distribution: svc
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.traffic_distribution.clone()),
-                deleting: svc.metadata.deletion_timestamp.is_some(),
             };
             write(&self.services)
                 .entry(namespace)

@@ -25,8 +25,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 
-use super::Change;
 use super::consistency::{ResetCause, ResetGate, Seen};
+use super::reflector::Change;
 
 /// What weir knows about its connection to the API server.
 #[derive(Debug)]

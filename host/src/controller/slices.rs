@@ -13,7 +13,7 @@ use super::packed::Packed;
 use super::slice_tracker::{
     LABEL_MANAGED_BY, LABEL_SERVICE_NAME, SliceTracker, is_managed, label, service_key,
 };
-use crate::runtime::bindings as wit;
+use crate::model as wit;
 
 use weir_policy::well_known::{
     TOPOLOGY_AWARE_HINTS_ANNOTATION as TOPOLOGY_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION,
@@ -396,6 +396,8 @@ mod tests {
             ip_families: vec![],
             ports: vec![],
             publish_not_ready_addresses: false,
+            traffic_distribution: None,
+            deleting: false,
         };
         assert!(wants_topology_hints(&svc(&[(
             TOPOLOGY_MODE_ANNOTATION,

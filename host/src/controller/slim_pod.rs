@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::hash::Hash;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use crate::runtime::bindings as wit;
+use crate::model as wit;
 
 /// Shared text.
 pub type Text = Arc<str>;
@@ -206,6 +206,8 @@ impl SlimPod {
                 })
                 .collect(),
             terminating: self.terminating,
+            node_exists: false,
+            zone: None,
             container_ports: self
                 .container_ports
                 .iter()

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1 as core;
 use weir_policy::ip::IpText;
 
 use crate::reconcile::view;
-use crate::runtime::bindings as wit;
+use crate::model as wit;
 
 /// What the controller does for a key once the decision passed validation.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,15 +54,15 @@ pub struct Violation(pub String);
 pub fn validate(
     namespace: &str,
     name: &str,
-    decision: wit::Decision,
+    decision: wit::EndpointsDecision,
     stored: Option<&core::Endpoints>,
     max_addresses: usize,
 ) -> Result<Action, Violation> {
     let (endpoints, create) = match decision {
-        wit::Decision::None => return Ok(Action::None),
-        wit::Decision::Delete => return Ok(Action::Delete),
-        wit::Decision::Create(e) => (e, true),
-        wit::Decision::Update(e) => (e, false),
+        wit::EndpointsDecision::None => return Ok(Action::None),
+        wit::EndpointsDecision::Delete => return Ok(Action::Delete),
+        wit::EndpointsDecision::Create(e) => (e, true),
+        wit::EndpointsDecision::Update(e) => (e, false),
     };
     check_endpoints(namespace, name, &endpoints, max_addresses)?;
     match (create, stored) {
@@ -239,7 +239,7 @@ mod tests {
         let action = validate(
             "ns",
             "s",
-            wit::Decision::Create(endpoints("10.0.0.1", 80)),
+            wit::EndpointsDecision::Create(endpoints("10.0.0.1", 80)),
             None,
             10,
         )
@@ -251,7 +251,7 @@ mod tests {
     fn refuses_another_services_endpoints() {
         let mut e = endpoints("10.0.0.1", 80);
         e.name = "other".into();
-        let err = validate("ns", "s", wit::Decision::Create(e), None, 10).unwrap_err();
+        let err = validate("ns", "s", wit::EndpointsDecision::Create(e), None, 10).unwrap_err();
         assert!(
             err.to_string()
                 .contains("ns/other written for Service ns/s"),
@@ -273,7 +273,7 @@ mod tests {
             let err = validate(
                 "ns",
                 "s",
-                wit::Decision::Create(endpoints(ip, port)),
+                wit::EndpointsDecision::Create(endpoints(ip, port)),
                 None,
                 10,
             )
@@ -282,7 +282,7 @@ mod tests {
         }
         let mut e = endpoints("10.0.0.1", 80);
         e.subsets[0].ports[0].protocol = "HTTP".into();
-        assert!(validate("ns", "s", wit::Decision::Create(e), None, 10).is_err());
+        assert!(validate("ns", "s", wit::EndpointsDecision::Create(e), None, 10).is_err());
     }
 
     #[test]
@@ -296,7 +296,7 @@ mod tests {
             let err = validate(
                 "ns",
                 "s",
-                wit::Decision::Create(endpoints(ip, 80)),
+                wit::EndpointsDecision::Create(endpoints(ip, 80)),
                 None,
                 10,
             )
@@ -307,7 +307,7 @@ mod tests {
             );
         }
         // A mapped ordinary address is as good as the IPv4 one.
-        let ok = wit::Decision::Create(endpoints("::ffff:10.0.0.1", 80));
+        let ok = wit::EndpointsDecision::Create(endpoints("::ffff:10.0.0.1", 80));
         assert!(validate("ns", "s", ok, None, 10).is_ok());
     }
 
@@ -327,7 +327,7 @@ mod tests {
         ] {
             let mut e = endpoints("10.0.0.1", 80);
             e.subsets[0].ports[0].name = name.into();
-            let result = validate("ns", "s", wit::Decision::Create(e), None, 10);
+            let result = validate("ns", "s", wit::EndpointsDecision::Create(e), None, 10);
             assert_eq!(result.is_ok(), ok, "{name:?}: {result:?}");
             if !ok {
                 assert!(
@@ -338,20 +338,20 @@ mod tests {
         }
         let mut e = endpoints("10.0.0.1", 80);
         e.subsets[0].ports[0].name = "a".repeat(64);
-        assert!(validate("ns", "s", wit::Decision::Create(e), None, 10).is_err());
+        assert!(validate("ns", "s", wit::EndpointsDecision::Create(e), None, 10).is_err());
     }
 
     #[test]
     fn bounds_the_output_and_checks_create_versus_update() {
         let e = endpoints("10.0.0.1", 80);
         assert!(
-            validate("ns", "s", wit::Decision::Create(e.clone()), None, 0)
+            validate("ns", "s", wit::EndpointsDecision::Create(e.clone()), None, 0)
                 .unwrap_err()
                 .0
                 .contains("over the limit")
         );
-        assert!(validate("ns", "s", wit::Decision::Update(e.clone()), None, 10).is_err());
+        assert!(validate("ns", "s", wit::EndpointsDecision::Update(e.clone()), None, 10).is_err());
         let stored = core::Endpoints::default();
-        assert!(validate("ns", "s", wit::Decision::Create(e), Some(&stored), 10).is_err());
+        assert!(validate("ns", "s", wit::EndpointsDecision::Create(e), Some(&stored), 10).is_err());
     }
 }

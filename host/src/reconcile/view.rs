@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::runtime::bindings as wit;
+use crate::model as wit;
 
 fn pairs(map: &Option<BTreeMap<String, String>>) -> Vec<wit::KeyValue> {
     map.as_ref().map(entries).unwrap_or_default()
@@ -79,6 +79,8 @@ pub fn service(svc: &core::Service, namespace: &str) -> wit::Service {
             })
             .collect(),
         publish_not_ready_addresses: spec.publish_not_ready_addresses.unwrap_or(false),
+        traffic_distribution: spec.traffic_distribution.clone(),
+        deleting: meta.deletion_timestamp.is_some(),
     }
 }
 
@@ -145,6 +147,9 @@ pub fn pod(pod: &core::Pod) -> wit::Pod {
             })
             .collect(),
         terminating: meta.deletion_timestamp.is_some(),
+        // Facts of the pod's Node: the request builder fills them in, from the Node cache.
+        node_exists: false,
+        zone: None,
         container_ports,
     }
 }

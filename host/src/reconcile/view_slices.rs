@@ -10,8 +10,7 @@ use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::view::{non_empty, object_reference, reference_view};
-use crate::runtime::bindings_v0_2 as wit;
-use crate::runtime::convert::Convert;
+use crate::model as wit;
 
 /// Node label holding the zone (R1.6).
 pub const ZONE_LABEL: &str = weir_policy::well_known::ZONE_LABEL;
@@ -194,7 +193,7 @@ fn endpoint(e: &discovery::Endpoint, pods: &RequestPods<'_>) -> wit::Endpoint {
         None => wit::EndpointSource::Given(wit::EndpointLocation {
             addresses: e.addresses.clone(),
             // The two contract versions' references have the same fields.
-            target_ref: e.target_ref.as_ref().map(|r| reference_view(r).convert()),
+            target_ref: e.target_ref.as_ref().map(reference_view),
             node_name: e.node_name.clone(),
             zone: e.zone.clone(),
         }),
@@ -312,7 +311,7 @@ fn endpoint_object(e: wit::Endpoint, pods: &[wit::Pod]) -> Result<discovery::End
             object.node_name = location.node_name;
             // The two contract versions' references have the same fields; one conversion
             // serves both.
-            object.target_ref = location.target_ref.map(|r| object_reference(r.convert()));
+            object.target_ref = location.target_ref.map(object_reference);
             object.zone = location.zone;
         }
         wit::EndpointSource::Pod(at) => {
@@ -435,7 +434,7 @@ mod tests {
                 .collect::<Vec<_>>()}
         }))
         .unwrap();
-        let mut view: wit::Pod = super::super::view::pod(&pod).convert();
+        let mut view: wit::Pod = super::super::view::pod(&pod);
         view.node_exists = !node.is_empty();
         view.zone = zone.map(str::to_string);
         view
