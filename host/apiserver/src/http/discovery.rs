@@ -5,7 +5,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use crate::Shared;
 use crate::resources::RESOURCES;
 
 const VERBS: [&str; 8] = [
@@ -168,7 +167,7 @@ fn v3(group: &str) -> Response {
 
 /// Serves non-resource paths; `None` for resource paths.
 pub(crate) fn serve(
-    sh: &Shared,
+    addr: std::net::SocketAddr,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
@@ -196,7 +195,7 @@ pub(crate) fn serve(
         ["api"] => json(json!({
             "kind": "APIVersions",
             "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": sh.addr.to_string()}],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr.to_string()}],
         })),
         ["api", "v1"] => json(resource_list("", "v1")),
         ["apis"] => json(json!({

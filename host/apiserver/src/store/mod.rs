@@ -12,7 +12,9 @@ use tokio::sync::watch;
 use crate::resources::{self, ENDPOINTSLICES, NAMESPACES, PODS, RESOURCES, ResourceDef, SERVICES};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::util::{self, ApiError, Rng};
-use crate::{gc, kubelet};
+
+pub(crate) mod gc;
+pub(crate) mod kubelet;
 
 /// `(namespace, name)`; namespace is empty for cluster-scoped objects.
 pub(crate) type Key = (String, String);
