@@ -7,7 +7,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
 
-use super::Query;
+use super::request::Query;
 use crate::resources::{self, RESOURCES};
 use crate::util::ApiError;
 

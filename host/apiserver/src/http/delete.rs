@@ -4,9 +4,9 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::resource::Call;
+use super::body;
+use super::request::{Call, Query, selectors};
 use super::response::{json_response, obj_response};
-use super::{Query, body, read};
 use crate::store::DeleteOpts;
 use crate::util::ApiError;
 
@@ -20,7 +20,7 @@ pub(super) fn one(call: &Call<'_>, name: &str) -> Result<Response, ApiError> {
 /// DELETE of a collection (`deletecollection`): a list of the objects deleted.
 pub(super) fn collection(call: &Call<'_>) -> Result<Response, ApiError> {
     let def = call.def();
-    let (ls, fs) = read::selectors(call.t.r, call.q)?;
+    let (ls, fs) = selectors(call.t.r, call.q)?;
     let d = options(call.headers, &call.body, call.q)?;
     let mut s = call.sh.lock();
     let (objs, _) = s.list(call.t.r, call.t.ns.as_deref(), &ls, &fs, None, 0);

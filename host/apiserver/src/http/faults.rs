@@ -4,8 +4,9 @@
 use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 
+use super::request::user_agent;
+use super::response;
 use super::route::Target;
-use super::{response, user_agent, watch};
 use crate::faults::RequestKind;
 use crate::resources::RESOURCES;
 use crate::shared::Shared;
@@ -33,9 +34,10 @@ pub(super) async fn inject(
     }
     match err {
         None => Ok(()),
-        Some(e) if e.code == 410 && watch => {
-            Err(Ok(response::bytes_response(200, watch::error_line(&e))))
-        }
+        Some(e) if e.code == 410 && watch => Err(Ok(response::bytes_response(
+            200,
+            response::watch_error_line(&e),
+        ))),
         // Looks exactly like a real stale-resourceVersion conflict.
         Some(e) if e.code == 409 => Err(Err(ApiError::conflict(
             def.name,

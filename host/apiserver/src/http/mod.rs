@@ -1,20 +1,26 @@
 //! The HTTP layer: one fallback handler that counts and logs each request, answers
 //! discovery and reviews, and hands resource requests to [`resource`].
 //!
-//! Inside, dependencies point down this list: [`resource`] (options and dispatch by verb) →
-//! [`read`], [`write`], [`delete`] (one verb each) → [`watch`], [`paging`] (lists),
-//! [`table`], [`body`], [`faults`] → [`route`], [`response`].
+//! Inside, dependencies point down this list, never up or sideways:
+//!
+//! 1. this module: the entry;
+//! 2. `resource`: the checks every verb shares, and dispatch by verb;
+//! 3. `read`, `write`, `delete`: one verb each;
+//! 4. `watch`, `paging` (lists), `discovery`;
+//! 5. `table`, `body` (reading, limits, decoding), `faults` (as a request meets them);
+//! 6. `request`: the query, the client, and the parsed resource request;
+//! 7. `route` (which resource a path names), `response`.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::response::Response;
 
 use crate::shared::Shared;
 use crate::stats::RequestRecord;
+use request::{Query, is_true};
 
 mod body;
 mod delete;
@@ -22,15 +28,13 @@ mod discovery;
 mod faults;
 mod paging;
 mod read;
+mod request;
 mod resource;
 mod response;
 mod route;
 mod table;
 mod watch;
 mod write;
-
-/// A request's query parameters, decoded.
-type Query = BTreeMap<String, String>;
 
 /// The router of a server: every path goes through one handler.
 pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
@@ -81,17 +85,4 @@ async fn handle(State(sh): State<Arc<Shared>>, req: Request) -> Response {
         (None, None) => unreachable!("a request without a target is a review"),
     };
     answer.unwrap_or_else(|e| response::error_response(&e))
-}
-
-/// Whether the query parameter `k` is `true` (or `1`).
-fn is_true(q: &Query, k: &str) -> bool {
-    q.get(k).is_some_and(|v| v == "1" || v == "true")
-}
-
-/// The request's User-Agent, `""` without one.
-fn user_agent(headers: &HeaderMap) -> &str {
-    headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
 }

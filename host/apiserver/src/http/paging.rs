@@ -6,8 +6,9 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::response::Response;
 
+use super::request::Query;
 use super::response::{json_response, stream_response};
-use super::{Query, table};
+use super::table;
 use crate::resources::RESOURCES;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::shared::Shared;

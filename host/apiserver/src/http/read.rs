@@ -2,10 +2,9 @@
 
 use axum::response::Response;
 
-use super::resource::Call;
+use super::request::{Call, selectors};
 use super::response::{json_response, obj_response};
-use super::{Query, paging, table, watch};
-use crate::selector::{FieldSelector, LabelSelector};
+use super::{paging, table, watch};
 use crate::util::ApiError;
 use crate::versions;
 
@@ -55,13 +54,4 @@ pub(super) async fn list_or_watch(call: &Call<'_>, watch: bool) -> Result<Respon
         call.q,
         call.table,
     )
-}
-
-/// `labelSelector` and `fieldSelector`, parsed (both match everything when absent).
-pub(super) fn selectors(r: usize, q: &Query) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let ls = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(e.0))?;
-    let fs = FieldSelector::parse(r, q.get("fieldSelector").map(String::as_str).unwrap_or(""))
-        .map_err(ApiError::bad_request)?;
-    Ok((ls, fs))
 }

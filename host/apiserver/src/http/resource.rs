@@ -8,35 +8,14 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
 
+use super::request::{Call, Query, is_true, user_agent};
 use super::route::{Target, not_found};
-use super::{Query, delete, faults, is_true, read, table, user_agent, write};
+use super::{delete, faults, read, table, write};
 use crate::apply;
-use crate::resources::{RESOURCES, ResourceDef};
+use crate::resources::RESOURCES;
 use crate::shared::Shared;
 use crate::store::WriteOpts;
 use crate::util::ApiError;
-
-/// One resource request, parsed and checked, as the verb handlers take it.
-pub(super) struct Call<'a> {
-    pub sh: &'a Arc<Shared>,
-    pub headers: &'a HeaderMap,
-    pub q: &'a Query,
-    pub t: Target,
-    /// The namespace, `""` for cluster-scoped resources and lists across namespaces.
-    pub ns: String,
-    pub opts: WriteOpts,
-    /// The client asked for a `Table` (`kubectl get`).
-    pub table: bool,
-    /// The field manager of writes other than apply.
-    pub manager: String,
-    pub body: Bytes,
-}
-
-impl Call<'_> {
-    pub(super) fn def(&self) -> &'static ResourceDef {
-        &RESOURCES[self.t.r]
-    }
-}
 
 /// Serves one resource request.
 pub(super) async fn handle(

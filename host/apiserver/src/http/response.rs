@@ -3,7 +3,7 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::store::Obj;
 use crate::util::ApiError;
@@ -61,4 +61,12 @@ pub(super) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response
         }
     }
     resp
+}
+
+/// An `ERROR` event line carrying `e` as a `Status`.
+pub(super) fn watch_error_line(e: &ApiError) -> Bytes {
+    let mut v =
+        serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();
+    v.push(b'\n');
+    Bytes::from(v)
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
 
-use super::Query;
+use super::request::Query;
 use crate::resources;
 use crate::store::Obj;
 

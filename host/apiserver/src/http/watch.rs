@@ -10,8 +10,9 @@ use axum::response::Response;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
-use super::response::stream_response;
-use super::{Query, is_true, table};
+use super::request::{Query, is_true};
+use super::response::{self, stream_response};
+use super::table;
 use crate::resources::RESOURCES;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::shared::Shared;
@@ -21,14 +22,6 @@ use crate::versions;
 
 /// What a watch sends: lines of JSON, or an error that cuts the connection.
 type Sender = mpsc::Sender<Result<Bytes, std::io::Error>>;
-
-/// An `ERROR` event line carrying `e` as a `Status`.
-pub(super) fn error_line(e: &ApiError) -> Bytes {
-    let mut v =
-        serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();
-    v.push(b'\n');
-    Bytes::from(v)
-}
 
 /// One watch event line: `{"type":ty,"object":obj}` and a newline.
 fn line(ty: &str, obj: &[u8]) -> Bytes {
@@ -254,14 +247,14 @@ async fn run(
         && let Some(rv) = opts.start_rv
         && let Err(e) = versions::wait_until_fresh(&sh, rv).await
     {
-        let _ = tx.send(Ok(error_line(&e))).await;
+        let _ = tx.send(Ok(response::watch_error_line(&e))).await;
         return;
     }
     changes.borrow_and_update();
     let (mut cursor, initial_objs) = match start(&sh, &spec, &opts) {
         Ok(x) => x,
         Err(e) => {
-            let _ = tx.send(Ok(error_line(&e))).await;
+            let _ = tx.send(Ok(response::watch_error_line(&e))).await;
             return;
         }
     };
@@ -332,7 +325,7 @@ async fn send_since(sh: &Shared, spec: &WatchSpec, tx: &Sender, mut cursor: u64)
     match batch {
         Err(compacted) => {
             let e = ApiError::expired(format!("too old resource version: {cursor} ({compacted})"));
-            let _ = tx.send(Ok(error_line(&e))).await;
+            let _ = tx.send(Ok(response::watch_error_line(&e))).await;
             None
         }
         Ok((evs, newest)) => {

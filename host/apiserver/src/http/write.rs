@@ -4,9 +4,9 @@ use axum::http::header;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::resource::Call;
+use super::body;
+use super::request::{Call, is_true};
 use super::response::{obj_response, with_warnings};
-use super::{body, is_true};
 use crate::apply;
 use crate::patch::{self, PatchError};
 use crate::util::ApiError;
