@@ -15,26 +15,28 @@
 //! server.shutdown().await;
 //! # Ok(()) }
 //! ```
-
 //!
 //! # Layout
 //!
-//! Each module holds one concern. Dependencies point down this list, never up (modules
-//! inside a directory are one layer):
+//! Each module holds one concern. Dependencies point down this list, never up: a module
+//! imports only modules on lines below its own (a directory's children count as their
+//! directory; `http/mod.rs` gives the order inside `http`).
 //!
-//! 1. The crate root (re-exports), [`cli`].
-//! 2. `server` (start and stop), `handles` (faults and store of a running server).
-//! 3. `http` (routing, bodies, verbs, lists and paging, tables, watches, injected faults,
-//!    discovery), `controllers` (the namespace controller, garbage collector and kubelet
-//!    tasks).
-//! 4. `shared` (the state handlers and controllers share), `versions` (which
-//!    resourceVersions can be served), `seed` (loading seed objects).
-//! 5. `store` (objects, writes, history; with the garbage collector's and kubelet's
-//!    bookkeeping as `store::gc` and `store::kubelet`).
-//! 6. `apply` (server-side apply), `patch`, `selector`, `openapi`, `resources` (the served
-//!    types: definitions, schema, defaults, validation, printing columns).
-//! 7. Leaves: `faults`, `stats`, `config`, `error`, [`review`], `util`,
-//!    `proto`, [`yaml_limits`].
+//! 1. The crate root (re-exports only) and [`cli`].
+//! 2. `server`: starting and stopping a server.
+//! 3. `http` (routing, bodies and limits, the verbs, lists and paging, tables, watches,
+//!    injected faults, discovery); `handles` (faults and store of a running server);
+//!    `controllers` (the namespace controller, garbage collector and kubelet tasks).
+//! 4. `versions`: which resourceVersions the server can serve, and waiting for one.
+//! 5. `shared` (the state handlers and controllers share); `seed` (loading seed objects).
+//! 6. `store`: objects, writes, watch history; one type whose `impl` is split by concern
+//!    (create, update, delete, namespaces, services, and the garbage collector's and
+//!    kubelet's bookkeeping).
+//! 7. `apply` (server-side apply), `patch`, `selector`, `openapi`.
+//! 8. `resources`: the served types (definitions, schema, defaults, validation, printing).
+//! 9. `config`.
+//! 10. `faults`, `stats`, [`review`], `error`, `proto`, [`yaml_limits`].
+//! 11. `util`.
 
 mod apply;
 pub mod cli;

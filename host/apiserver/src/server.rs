@@ -144,7 +144,7 @@ impl RunningApiServer {
     }
 
     /// The requests recorded since [`Self::record_requests`], in arrival order (at most
-    /// [`REQUEST_LOG_CAP`]); empty if recording is off.
+    /// [`REQUEST_LOG_CAP`](crate::stats::REQUEST_LOG_CAP)); empty if recording is off.
     pub fn requests(&self) -> Vec<RequestRecord> {
         let log = self
             .shared
