@@ -7,7 +7,7 @@
 //! and node port allocation (`services`), and the garbage collector's and kubelet's
 //! bookkeeping (`gc`, `kubelet`).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -74,9 +74,8 @@ pub(crate) struct Store {
     pub res: Vec<ResStore>,
     history_len: usize,
     rng: Rng,
-    ips: BTreeSet<u32>,
-    next_ip: u32,
-    node_ports: BTreeSet<i64>,
+    /// Cluster IPs and node ports in use.
+    allocated: services::Allocated,
     /// Work for the garbage collector (`store::gc`).
     pub(crate) gc: gc::GcState,
     /// Terminating pods waiting for the emulated kubelet (`store::kubelet`).
@@ -160,14 +159,10 @@ impl Store {
             res,
             history_len: history_len.max(1),
             rng: Rng::new(seed),
-            ips: BTreeSet::new(),
-            next_ip: 10,
-            node_ports: BTreeSet::new(),
+            allocated: services::Allocated::default(),
             gc: gc::GcState::default(),
             kubelet: kubelet::KubeletState::default(),
         };
-        // 10.96.0.1 is the `kubernetes` service.
-        s.ips.insert(services::SERVICE_CIDR_BASE + 1);
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let v = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
             s.create(NAMESPACES, None, v, WriteOpts::default())

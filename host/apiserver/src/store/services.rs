@@ -1,6 +1,8 @@
 //! Service IP and node port allocation, as kube-apiserver's allocators: cluster IPs from
 //! 10.96.0.0/16, node ports from 30000-32767, released when the service goes.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value, json};
 
 use super::Store;
@@ -8,9 +10,29 @@ use crate::resources::SERVICES;
 use crate::util::ApiError;
 
 /// 10.96.0.0, the start of the service CIDR.
-pub(super) const SERVICE_CIDR_BASE: u32 = (10 << 24) | (96 << 16);
+const SERVICE_CIDR_BASE: u32 = (10 << 24) | (96 << 16);
 /// 10.96.0.0/16 holds 2^16 addresses.
 const SERVICE_CIDR_SIZE: u32 = 1 << 16;
+
+/// The cluster IPs and node ports in use.
+#[derive(Debug)]
+pub(super) struct Allocated {
+    ips: BTreeSet<u32>,
+    /// Where the search for a free cluster IP starts, as an offset into the range.
+    next_ip: u32,
+    node_ports: BTreeSet<i64>,
+}
+
+impl Default for Allocated {
+    fn default() -> Self {
+        Allocated {
+            // 10.96.0.1 is the `kubernetes` service.
+            ips: BTreeSet::from([SERVICE_CIDR_BASE + 1]),
+            next_ip: 10,
+            node_ports: BTreeSet::new(),
+        }
+    }
+}
 
 /// An IPv4 address as a number, `None` for anything else.
 fn ip_to_u32(s: &str) -> Option<u32> {
@@ -21,13 +43,13 @@ impl Store {
     /// The next free cluster IP after the last one handed out, skipping the first ten.
     fn alloc_ip(&mut self) -> Option<u32> {
         for _ in 0..SERVICE_CIDR_SIZE {
-            let ip = SERVICE_CIDR_BASE + self.next_ip;
-            self.next_ip = (self.next_ip + 1) % SERVICE_CIDR_SIZE;
-            if self.next_ip < 10 {
-                self.next_ip = 10;
+            let ip = SERVICE_CIDR_BASE + self.allocated.next_ip;
+            self.allocated.next_ip = (self.allocated.next_ip + 1) % SERVICE_CIDR_SIZE;
+            if self.allocated.next_ip < 10 {
+                self.allocated.next_ip = 10;
             }
-            if !self.ips.contains(&ip) {
-                self.ips.insert(ip);
+            if !self.allocated.ips.contains(&ip) {
+                self.allocated.ips.insert(ip);
                 return Some(ip);
             }
         }
@@ -112,14 +134,14 @@ impl Store {
                     "the provided IP ({requested}) is not in the valid range. The range of valid IPs is 10.96.0.0/16"
                 )));
             };
-            if self.ips.contains(&n) {
+            if self.allocated.ips.contains(&n) {
                 return Err(refuse("provided IP is already allocated"));
             }
-            self.ips.insert(n);
+            self.allocated.ips.insert(n);
             requested.to_string()
         };
         if dry_run && let Some(n) = ip_to_u32(&ip) {
-            self.ips.remove(&n);
+            self.allocated.ips.remove(&n);
         }
         Ok(ip)
     }
@@ -129,14 +151,16 @@ impl Store {
         for p in ports {
             if p["nodePort"].as_i64().unwrap_or(0) == 0 {
                 let np = (30000..=32767)
-                    .find(|n| !self.node_ports.contains(n))
+                    .find(|n| !self.allocated.node_ports.contains(n))
                     .ok_or_else(|| ApiError::internal("node port range is full"))?;
                 if !dry_run {
-                    self.node_ports.insert(np);
+                    self.allocated.node_ports.insert(np);
                 }
                 p["nodePort"] = json!(np);
             } else if !dry_run {
-                self.node_ports.insert(p["nodePort"].as_i64().unwrap_or(0));
+                self.allocated
+                    .node_ports
+                    .insert(p["nodePort"].as_i64().unwrap_or(0));
             }
         }
         Ok(())
@@ -185,11 +209,11 @@ impl Store {
     /// Frees the cluster IP and node ports of a service that is gone.
     pub(super) fn release_service(&mut self, v: &Value) {
         if let Some(n) = v["spec"]["clusterIP"].as_str().and_then(ip_to_u32) {
-            self.ips.remove(&n);
+            self.allocated.ips.remove(&n);
         }
         for p in v["spec"]["ports"].as_array().into_iter().flatten() {
             if let Some(np) = p["nodePort"].as_i64() {
-                self.node_ports.remove(&np);
+                self.allocated.node_ports.remove(&np);
             }
         }
     }
