@@ -74,7 +74,7 @@ def group_key(ports):
     """R3.6 (with D9): the set of ports, an absent field differing from an empty one; an absent
     list is the empty group."""
     fields = ("name", "port", "protocol", "appProtocol")
-    return tuple(sorted(tuple((f, p[f]) if f in p else (f, None) for f in fields)
+    return tuple(sorted(tuple("=" + json.dumps(p[f]) if p.get(f) is not None else "absent" for f in fields)
                         for p in ports or []))
 
 
