@@ -56,13 +56,10 @@ impl Policy for DrainAnnotation {
 
     fn verdict(&self, ctx: &Context, verdict: &mut Verdict) {
         let applies = !ctx.service.publish_not_ready_addresses || self.override_publish_not_ready;
-        if applies && verdict.ready && self.is_draining(verdict.pod) {
-            let pod = verdict.pod;
-            weir_policy::debug!(
-                "pod {}/{} is draining: listed as not ready",
-                pod.namespace,
-                pod.name
-            );
+        let pod = verdict.pod;
+        if applies && verdict.ready && self.is_draining(pod) {
+            let (namespace, name) = (&pod.namespace, &pod.name);
+            weir_policy::debug!("pod {namespace}/{name} is draining: listed as not ready");
             verdict.ready = false;
         }
     }

@@ -84,11 +84,9 @@ impl Policy for NodeAllowlist {
     fn include(&self, _ctx: &Context, pod: &Pod) -> bool {
         let allowed = self.allows(&pod.node_name);
         if !allowed {
+            let (namespace, name, node_name) = (&pod.namespace, &pod.name, &pod.node_name);
             weir_policy::debug!(
-                "pod {}/{} on node {:?} is not on an allowed node",
-                pod.namespace,
-                pod.name,
-                pod.node_name
+                "pod {namespace}/{name} on node {node_name:?} is not on an allowed node"
             );
         }
         allowed
