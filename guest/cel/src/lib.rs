@@ -57,8 +57,5 @@ impl weir_policy::bindings::Guest for Component {
 
 weir_policy::bindings::export!(Component);
 
-// Each instance serves one call and is dropped, as for every SDK policy
-// (`weir_policy::export_policy!` installs the same allocator).
-#[cfg(target_arch = "wasm32")]
-#[global_allocator]
-static ALLOCATOR: weir_policy::arena::Arena = weir_policy::arena::Arena::new();
+// Each instance serves one call and is dropped: the arena never needs to free.
+weir_policy::arena_allocator!();

@@ -1,4 +1,4 @@
-//! Upstream's steps with the CEL rules in the `address` hook: for each pod upstream keeps, the
+//! Upstream's steps with the CEL rules in the `verdict` hook: for each pod upstream keeps, the
 //! variables, then `include`, `ready`, `serving` and `terminating` are evaluated.
 
 use std::cell::RefCell;
@@ -8,7 +8,7 @@ use cel::ExecutionError;
 use cel::common::types::{CelBool, CelMap, CelMapKey, CelNull};
 use cel::parser::Expression;
 use weir_policy::types::{Decision, Pod, Request};
-use weir_policy::{Context, PodAddress, Policy};
+use weir_policy::{Context, Policy, Verdict};
 
 use crate::config::{Config, Rule};
 use crate::object::{self, Endpoint, Value};
@@ -189,15 +189,15 @@ fn boolean(
 }
 
 impl Policy for Rules<'_> {
-    fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
-        let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
+    fn verdict(&self, _ctx: &Context, verdict: &mut Verdict) {
         if !self.config.has_rules() || self.failure.borrow().is_some() {
-            return Some(address);
+            return;
         }
+        let pod = verdict.pod;
         let upstream = Endpoint {
-            ready: address.ready,
-            serving: address.serving,
-            terminating: address.terminating,
+            ready: verdict.ready,
+            serving: verdict.serving,
+            terminating: verdict.terminating,
         };
         let key = (std::ptr::from_ref(pod), upstream);
         let known = self.outcomes.borrow().get(&key).copied();
@@ -208,17 +208,15 @@ impl Policy for Rules<'_> {
             }),
         };
         match evaluated {
-            Ok(outcome) if !outcome.include => None,
+            Ok(outcome) if !outcome.include => verdict.include = false,
             Ok(Outcome { endpoint, .. }) => {
-                address.ready = endpoint.ready;
-                address.serving = endpoint.serving;
-                address.terminating = endpoint.terminating;
-                Some(address)
+                verdict.ready = endpoint.ready;
+                verdict.serving = endpoint.serving;
+                verdict.terminating = endpoint.terminating;
             }
             Err(failure) => {
                 *self.failure.borrow_mut() =
                     Some(format!("{failure} (pod {}/{})", pod.namespace, pod.name));
-                Some(address)
             }
         }
     }

@@ -3,3 +3,4 @@
 //! lives in the `weir-policy` crate; this crate only exports it as a component.
 
 weir_policy::export_policy!(weir_policy::DefaultPolicy);
+weir_policy::arena_allocator!();

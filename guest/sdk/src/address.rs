@@ -7,8 +7,7 @@
 //! comparing them back. A policy that rewrites an address calls [`Address::to_mut`] and gets an
 //! owned [`EndpointAddress`] to edit.
 
-use crate::steps::slices::location::TargetRef;
-use crate::types::{EndpointAddress, Pod};
+use crate::types::{EndpointAddress, ObjectReference, Pod};
 
 /// An endpoint address: `ip`, `hostname`, `nodeName` and `targetRef`.
 ///
@@ -146,10 +145,66 @@ impl PartialEq for Address<'_> {
 
 impl Eq for Address<'_> {}
 
+/// A borrowed `targetRef`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetRef<'a> {
+    /// `kind`.
+    pub kind: &'a str,
+    /// `namespace`.
+    pub namespace: &'a str,
+    /// `name`.
+    pub name: &'a str,
+    /// `uid`.
+    pub uid: &'a str,
+    /// `apiVersion`.
+    pub api_version: &'a str,
+    /// `fieldPath`.
+    pub field_path: &'a str,
+}
+
+impl<'a> TargetRef<'a> {
+    /// The reference both controllers write for `pod` (spec §7.4, R2.15): kind `Pod`, its
+    /// namespace, name and uid, no apiVersion or fieldPath.
+    pub fn pod(pod: &'a Pod) -> Self {
+        TargetRef {
+            kind: "Pod",
+            namespace: &pod.namespace,
+            name: &pod.name,
+            uid: &pod.uid,
+            api_version: "",
+            field_path: "",
+        }
+    }
+
+    /// The reference `r` spells out.
+    pub fn of(r: &'a ObjectReference) -> Self {
+        TargetRef {
+            kind: &r.kind,
+            namespace: &r.namespace,
+            name: &r.name,
+            uid: &r.uid,
+            api_version: &r.api_version,
+            field_path: &r.field_path,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_reference(self) -> ObjectReference {
+        ObjectReference {
+            kind: self.kind.to_owned(),
+            namespace: self.namespace.to_owned(),
+            name: self.name.to_owned(),
+            uid: self.uid.to_owned(),
+            api_version: self.api_version.to_owned(),
+            field_path: self.field_path.to_owned(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::steps::fixtures::pod;
+    use crate::testing::pod;
 
     #[test]
     fn a_pods_address_reads_like_its_owned_copy_and_stays_borrowed_until_edited() {

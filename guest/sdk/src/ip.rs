@@ -27,7 +27,7 @@ impl Family {
 
 /// Parses `text` like Kubernetes' `ParseIPSloppy`: IPv4 octets may carry leading zeros and are
 /// read as decimal (`010.1.1.1` is `10.1.1.1`); IPv4-mapped IPv6 addresses come back as IPv4.
-pub fn parse_sloppy(text: &str) -> Option<IpAddr> {
+pub(crate) fn parse_sloppy(text: &str) -> Option<IpAddr> {
     if text.contains(':') {
         let (head, tail) = match text.rfind(':') {
             Some(i) if text[i + 1..].contains('.') => (&text[..=i], Some(&text[i + 1..])),
@@ -92,7 +92,7 @@ fn scan_v4(text: &str) -> Option<(Ipv4Addr, bool)> {
 }
 
 /// The family of a parsed address.
-pub fn family(ip: &IpAddr) -> Family {
+pub(crate) fn family(ip: &IpAddr) -> Family {
     match ip {
         IpAddr::V4(_) => Family::V4,
         IpAddr::V6(_) => Family::V6,
@@ -100,12 +100,12 @@ pub fn family(ip: &IpAddr) -> Family {
 }
 
 /// Parses `text` sloppily and renders it canonically (`FD00:0:0::1` → `fd00::1`).
-pub fn canonical(text: &str) -> Option<(String, Family)> {
+pub(crate) fn canonical(text: &str) -> Option<(String, Family)> {
     canonical_form(text).map(|(ip, family)| (ip.into_owned(), family))
 }
 
 /// [`canonical`], borrowing `text` when it is in canonical form already (the usual pod IP).
-pub fn canonical_form(text: &str) -> Option<(Cow<'_, str>, Family)> {
+pub(crate) fn canonical_form(text: &str) -> Option<(Cow<'_, str>, Family)> {
     // Dotted decimal without leading zeros is its own canonical form: not re-rendered.
     if let Some((v4, padded)) = scan_v4(text) {
         return Some(if padded {

@@ -1,30 +1,27 @@
 //! # weir-policy
 //!
 //! Write endpoint policies for [weir](../../README.md): WebAssembly components that decide, for one
-//! Kubernetes Service at a time, what its Endpoints object must hold.
+//! Kubernetes Service at a time, what its Endpoints and EndpointSlices hold.
 //!
-//! The crate has three parts:
-//! - [`types`]: the WIT contract's records (`Service`, `Pod`, `Endpoints`, `Decision`, ...),
-//!   generated from `wit/v0.2/endpoints.wit`;
-//! - [`steps`]: upstream kube-controller-manager's endpoint sync, split into steps (select,
-//!   address, ports, pack, capacity, decide) that compile natively and to `wasm32-wasip2`;
-//! - [`Policy`]: a trait whose methods default to those steps. A custom policy overrides one or
-//!   two of them and is exported with [`export_policy!`].
+//! Upstream kube-controller-manager decides first; a policy changes its decisions through the
+//! hooks of the [`Policy`] trait, each of which defaults to changing nothing:
+//! [`include`](Policy::include) leaves a pod out, [`verdict`](Policy::verdict) changes one
+//! pod's readiness, conditions or address, [`verdicts`](Policy::verdicts) sees every pod at
+//! once, [`ports`](Policy::ports) chooses a pod's ports, and [`validate`](Policy::validate)
+//! checks the configuration. [`export_policy!`] makes the type a component, and
+//! [`arena_allocator!`] is the allocator weir's one-call instances want.
+//!
+//! Also here: [`types`] (the WIT contract's records: `Service`, `Pod`, `Decision`, ...),
+//! accessors on them (`pod.annotation("x")`, `service.label("y")`, `pod.is_ready()`), the
+//! logging macros ([`debug!`], [`info!`], [`warn!`], [`error!`]), and [`testing`] (builders
+//! for native unit tests, so a policy is tested with a plain `cargo test`).
 //!
 //! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
-//!
-//! Helpers: [`meta`] (`pod.annotation("x")`, `service.label("y")`), [`log`] (lines in the
-//! host's log), and [`testing`] (builders for native unit tests, so a policy is tested with a
-//! plain `cargo test`).
-//!
-//! [`Address`] and [`Port`] are what the `address` and `ports` hooks hand out: they borrow the
-//! pod's and the Service's strings until a policy edits them (`to_mut`), so a policy that only
-//! changes readiness copies nothing.
 //!
 //! A whole policy, configuration included:
 //!
 //! ```
-//! use weir_policy::{Context, Policy, PodAddress, types::Pod};
+//! use weir_policy::{Context, Policy, Verdict};
 //!
 //! /// Upstream behaviour, except that pods annotated `<annotation>: "true"` are not ready.
 //! #[derive(serde::Deserialize)]
@@ -41,15 +38,15 @@
 //! }
 //!
 //! impl Policy for Drain {
-//!     fn address<'p>(&self, ctx: &Context, pod: &'p Pod) -> Option<PodAddress<'p>> {
-//!         let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
-//!         if pod.annotation(&self.annotation) == Some("true") {
-//!             address.ready = false;
+//!     fn verdict(&self, _ctx: &Context, verdict: &mut Verdict) {
+//!         if verdict.pod.annotation(&self.annotation) == Some("true") {
+//!             verdict.ready = false;
 //!         }
-//!         Some(address)
 //!     }
 //! }
-//! // In the component crate (built for wasm32-wasip2): weir_policy::export_policy!(Drain);
+//! // In the component crate (built for wasm32-wasip2):
+//! //     weir_policy::export_policy!(Drain);
+//! //     weir_policy::arena_allocator!();
 //!
 //! // A native unit test:
 //! use weir_policy::testing::{kv, pod, published, request, service};
@@ -62,22 +59,29 @@
 //! assert_eq!(published(&decision).not_ready, ["b"]);
 //! ```
 
-pub mod address;
-pub mod arena;
-pub mod config;
+mod address;
+mod arena;
+mod config;
+mod context;
+mod drive;
 pub mod ip;
 pub mod log;
-pub mod meta;
+mod meta;
 mod policy;
-pub mod port;
-pub mod steps;
+mod port;
+mod steps;
 pub mod testing;
+mod verdict;
 pub mod well_known;
 
-pub use address::Address;
+pub use address::{Address, TargetRef};
 pub use config::{ConfigError, parse_config};
-pub use policy::{Capped, Context, DefaultPolicy, Entry, Output, PodAddress, Policy, reconcile};
+pub use context::{Context, Output};
+pub use drive::reconcile;
+pub use ip::Family;
+pub use policy::{DefaultPolicy, Policy};
 pub use port::Port;
+pub use verdict::Verdict;
 
 /// Bindings generated from `wit/v0.2/endpoints.wit` (`weir:endpoints@0.2.0`). Policy code uses
 /// them through [`types`].
@@ -119,8 +123,7 @@ where
 /// 0.2.0 only; weir still runs components of the older Endpoints-only contract,
 /// `weir:endpoints@0.1.0`, such as `tests/guests/v0-1-default`.)
 ///
-/// On `wasm32` it also installs [`arena::Arena`] as the global allocator (weir drops each
-/// instance after one call), so the policy crate must not declare its own.
+/// The allocator is a separate choice: [`arena_allocator!`] next to it.
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {
@@ -143,10 +146,36 @@ macro_rules! export_policy {
         }
 
         $crate::bindings::export!(__WeirPolicyExport);
+    };
+}
 
-        // Each instance serves one call and is dropped: a bump arena is enough ([`arena`]).
+/// Makes a bump arena the component's global allocator: allocating is an add, and nothing is
+/// freed except the latest allocation. weir drops each guest instance after one call, so
+/// memory freed during a call is never needed again, and the arena saves the bookkeeping of
+/// Rust's default allocator (`dlmalloc`): the examples and built-in guests reconcile a
+/// 100-pod Service measurably faster with it (`docs/performance.md`).
+///
+/// Write it once, next to [`export_policy!`], in a component whose instances serve one call
+/// each (every weir guest). Leave it out to keep the default allocator, for example when the
+/// component is also run by a host that reuses instances; a crate that declares its own
+/// `#[global_allocator]` must not use it. It does nothing outside `wasm32`, so native tests
+/// keep the system allocator.
+///
+/// ```ignore
+/// weir_policy::export_policy!(DrainAnnotation);
+/// weir_policy::arena_allocator!();
+/// ```
+#[macro_export]
+macro_rules! arena_allocator {
+    () => {
         #[cfg(target_arch = "wasm32")]
         #[global_allocator]
-        static __WEIR_POLICY_ALLOCATOR: $crate::arena::Arena = $crate::arena::Arena::new();
+        static __WEIR_POLICY_ALLOCATOR: $crate::__private::Arena = $crate::__private::Arena::new();
     };
+}
+
+/// What the macros name; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::arena::Arena;
 }

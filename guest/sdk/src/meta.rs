@@ -4,14 +4,7 @@
 use crate::types::{Endpoints, KeyValue, Pod, Service};
 
 /// The value of `key` in a label, annotation or selector list, or `None` when absent.
-///
-/// ```
-/// use weir_policy::{meta, testing::kv};
-/// let labels = vec![kv("app", "web")];
-/// assert_eq!(meta::get(&labels, "app"), Some("web"));
-/// assert_eq!(meta::get(&labels, "tier"), None);
-/// ```
-pub fn get<'a>(list: &'a [KeyValue], key: &str) -> Option<&'a str> {
+pub(crate) fn get<'a>(list: &'a [KeyValue], key: &str) -> Option<&'a str> {
     list.iter()
         .find(|kv| kv.key == key)
         .map(|kv| kv.value.as_str())
@@ -28,11 +21,14 @@ impl Pod {
         get(&self.annotations, key)
     }
 
-    /// Whether the pod is ready by upstream's rule: its first `Ready` condition is `True`.
-    /// (Whether it is *listed* as ready also depends on the Service's
-    /// `publishNotReadyAddresses`; see [`steps::address::for_pod`](crate::steps::address::for_pod).)
+    /// Whether the pod is ready by upstream's rule: its first `Ready` condition is `True`
+    /// (spec §9.2). Whether it is *published* as ready also depends on the Service's
+    /// `publishNotReadyAddresses` and the output ([`Verdict::ready`](crate::Verdict::ready)).
     pub fn is_ready(&self) -> bool {
-        crate::steps::address::is_ready(self)
+        self.conditions
+            .iter()
+            .find(|c| c.condition_type == "Ready")
+            .is_some_and(|c| c.status == "True")
     }
 }
 

@@ -7,7 +7,6 @@
 //! pod was the largest single cost of grouping pods by port set for the slices. A policy that
 //! rewrites a port calls [`Port::to_mut`] and gets an owned [`EndpointPort`] to edit.
 
-use crate::steps::ports::endpoint_port;
 use crate::types::{EndpointPort, ServicePort};
 
 /// An endpoint port: `name`, `port`, `protocol` and `appProtocol`.
@@ -132,6 +131,17 @@ impl PartialEq for Port<'_> {
 }
 
 impl Eq for Port<'_> {}
+
+/// The endpoint port upstream makes of a Service port resolved to `number` on a pod: the
+/// Service port's name, protocol and appProtocol (spec §8.5).
+fn endpoint_port(service_port: &ServicePort, number: i32) -> EndpointPort {
+    EndpointPort {
+        name: service_port.name.clone(),
+        port: number,
+        protocol: service_port.protocol.clone(),
+        app_protocol: service_port.app_protocol.clone(),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@
 //! ```
 
 use crate::types::{
-    Decision, EndpointsDecision, KeyValue, Outputs, Pod, PodCondition, Request, Service,
+    Decision, Endpoint, EndpointsDecision, KeyValue, Outputs, Pod, PodCondition, Request, Service,
     ServicePort, TargetPort,
 };
 
@@ -142,6 +142,14 @@ pub fn published(decision: &Decision) -> Published {
         list.dedup();
     }
     out
+}
+
+/// The name of the pod a slice endpoint points at (`targetRef.name`),
+/// whether the endpoint names one of `pods` (the request's) or spells its location out.
+pub fn endpoint_pod_name<'a>(endpoint: &'a Endpoint, pods: &'a [Pod]) -> Option<&'a str> {
+    crate::steps::slices::location::locate(endpoint, pods)
+        .target_ref
+        .map(|r| r.name)
 }
 
 #[cfg(test)]

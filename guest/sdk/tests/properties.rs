@@ -8,7 +8,7 @@
 
 use proptest::prelude::*;
 use weir_policy::types::*;
-use weir_policy::{Context, DefaultPolicy, PodAddress, Policy, Port, reconcile};
+use weir_policy::{Context, DefaultPolicy, Policy, Port, Verdict, reconcile};
 
 fn kv(key: &str, value: &str) -> KeyValue {
     KeyValue {
@@ -265,28 +265,21 @@ proptest! {
     }
 }
 
-/// The default policy, except that its `addresses` hook hands the pods back shuffled and its
-/// `ports` hook lists each pod's ports backwards and twice: neither may change which
-/// endpoints end up in which port group.
+/// The default policy, except that its `verdicts` hook shuffles the pods and its `ports` hook
+/// lists each pod's ports backwards and twice: neither may change which endpoints end up in
+/// which port group.
 struct Reordering {
     seed: u64,
 }
 
 impl Policy for Reordering {
-    fn addresses<'p>(
-        &self,
-        _ctx: &Context<'_>,
-        mut addresses: Vec<(&'p Pod, PodAddress<'p>)>,
-    ) -> Vec<(&'p Pod, PodAddress<'p>)> {
-        shuffle(&mut addresses, self.seed);
-        addresses
+    fn verdicts(&self, _ctx: &Context, verdicts: &mut [Verdict]) {
+        shuffle(verdicts, self.seed);
     }
 
-    fn ports<'s>(&self, ctx: &Context<'s>, pod: &Pod) -> Vec<Option<Port<'s>>> {
-        let mut ports = weir_policy::steps::ports::for_pod(ctx, pod);
+    fn ports(&self, _ctx: &Context, _pod: &Pod, ports: &mut Vec<Port>) {
         ports.reverse();
         ports.extend(ports.clone());
-        ports
     }
 }
 
@@ -309,10 +302,9 @@ fn groups(request: &Request, decision: &Decision) -> Vec<GroupView> {
             .entry((slice.address_type.clone(), ports))
             .or_default();
         for e in &slice.endpoints {
-            let name = weir_policy::steps::slices::location::locate(e, &request.pods)
-                .target_ref
-                .map(|r| r.name.to_string())
-                .unwrap_or_default();
+            let name = weir_policy::testing::endpoint_pod_name(e, &request.pods)
+                .unwrap_or_default()
+                .to_string();
             endpoints.push((name, e.conditions.ready));
         }
     }

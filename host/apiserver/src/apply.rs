@@ -251,48 +251,10 @@ pub(crate) fn apply(
     manager: &str,
     force: bool,
 ) -> Result<Value, ApiError> {
-    if !config.is_object() {
-        return Err(ApiError::bad_request(
-            "error decoding YAML: the apply patch must be an object",
-        ));
-    }
-    for k in ["apiVersion", "kind"] {
-        if !config[k].is_string() {
-            return Err(ApiError::bad_request(format!(
-                "invalid object type: {k} must be set in an apply patch"
-            )));
-        }
-    }
-    if let Some(n) = config["metadata"]["name"].as_str()
-        && !n.is_empty()
-        && n != t.name
-    {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({n}) does not match the name on the URL ({})",
-            t.name
-        )));
-    }
+    check_config(t, config)?;
     let applied = leaves(config);
     let Some(live) = live else {
-        let mut v = config.clone();
-        let m = v["metadata"].as_object_mut();
-        let m = match m {
-            Some(m) => m,
-            None => {
-                v["metadata"] = json!({});
-                v["metadata"].as_object_mut().expect("just set")
-            }
-        };
-        m.insert("name".into(), json!(t.name));
-        if let Some(ns) = t.namespace {
-            m.insert("namespace".into(), json!(ns));
-        }
-        m.remove("resourceVersion");
-        m.remove("managedFields");
-        let mut entries = Vec::new();
-        record_apply(&mut entries, manager, t, applied);
-        write_entries(&mut v, &entries);
-        return Ok(v);
+        return Ok(created(t, config, manager, applied));
     };
     let mut entries = read_entries(live);
     // Conflicts: another manager owns a field this apply sets to a different value.
@@ -347,6 +309,57 @@ pub(crate) fn apply(
     record_apply(&mut entries, manager, t, applied);
     write_entries(&mut new, &entries);
     Ok(new)
+}
+
+/// The apply patch must be an object with `apiVersion` and `kind`, naming the URL's object
+/// (or no object).
+fn check_config(t: &ApplyTarget<'_>, config: &Value) -> Result<(), ApiError> {
+    if !config.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: the apply patch must be an object",
+        ));
+    }
+    for k in ["apiVersion", "kind"] {
+        if !config[k].is_string() {
+            return Err(ApiError::bad_request(format!(
+                "invalid object type: {k} must be set in an apply patch"
+            )));
+        }
+    }
+    if let Some(n) = config["metadata"]["name"].as_str()
+        && !n.is_empty()
+        && n != t.name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({})",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
+/// The object an apply creates: the configuration, named as the URL names it, with the
+/// applier owning every field it sets.
+fn created(t: &ApplyTarget<'_>, config: &Value, manager: &str, applied: FieldSet) -> Value {
+    let mut v = config.clone();
+    let m = v["metadata"].as_object_mut();
+    let m = match m {
+        Some(m) => m,
+        None => {
+            v["metadata"] = json!({});
+            v["metadata"].as_object_mut().expect("just set")
+        }
+    };
+    m.insert("name".into(), json!(t.name));
+    if let Some(ns) = t.namespace {
+        m.insert("namespace".into(), json!(ns));
+    }
+    m.remove("resourceVersion");
+    m.remove("managedFields");
+    let mut entries = Vec::new();
+    record_apply(&mut entries, manager, t, applied);
+    write_entries(&mut v, &entries);
+    v
 }
 
 fn conflict_error(t: &ApplyTarget<'_>, conflicts: &[(String, String)]) -> ApiError {

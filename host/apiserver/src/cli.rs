@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::{ApiServer, Config, Faults};
+use crate::config::Config;
+use crate::faults::Faults;
+use crate::server::ApiServer;
 
 /// Run an in-memory Kubernetes API server for demos, tests and benchmarks.
 #[derive(clap::Args, Debug, Clone)]
@@ -149,8 +151,8 @@ pub async fn run(args: ApiServerArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.seed {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        config.seed =
-            crate::parse_seed(&text).with_context(|| format!("parsing {}", path.display()))?;
+        config.seed = crate::seed::parse_seed(&text)
+            .with_context(|| format!("parsing {}", path.display()))?;
     }
     let read = |path: &PathBuf| {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))

@@ -126,26 +126,7 @@ fn smp_map(r: usize, target: &mut Value, patch: &Value, path: &str) -> Result<()
             }
             Value::Array(items) => {
                 let slot = t.entry(k.clone()).or_insert(Value::Null);
-                match resources::merge_key(r, &sub) {
-                    Some("") => {
-                        let mut list = slot.as_array().cloned().unwrap_or_default();
-                        for i in items {
-                            if !list.contains(i) {
-                                list.push(i.clone());
-                            }
-                        }
-                        *slot = Value::Array(list);
-                    }
-                    Some(key) => smp_list(r, slot, items, key, &format!("{sub}[]"))?,
-                    None => {
-                        if items.iter().any(|i| i.get("$patch").is_some()) {
-                            return Err(PatchError::Unsupported(format!(
-                                "$patch directive in list {sub:?} which has no patch merge key"
-                            )));
-                        }
-                        *slot = v.clone();
-                    }
-                }
+                smp_list_field(r, slot, items, &sub)?;
             }
             _ => {
                 t.insert(k.clone(), v.clone());
@@ -164,6 +145,37 @@ fn smp_map(r: usize, target: &mut Value, patch: &Value, path: &str) -> Result<()
         let t = target.as_object_mut().expect("object");
         if let (Some(Value::Array(list)), Some(order)) = (t.get_mut(&field), order.as_array()) {
             reorder(list, order, key.unwrap_or(""));
+        }
+    }
+    Ok(())
+}
+
+/// Patches the list at `path` by its merge strategy: a primitive set (items added), a list
+/// merged by key, or an atomic list (replaced).
+fn smp_list_field(
+    r: usize,
+    slot: &mut Value,
+    items: &[Value],
+    path: &str,
+) -> Result<(), PatchError> {
+    match resources::merge_key(r, path) {
+        Some("") => {
+            let mut list = slot.as_array().cloned().unwrap_or_default();
+            for i in items {
+                if !list.contains(i) {
+                    list.push(i.clone());
+                }
+            }
+            *slot = Value::Array(list);
+        }
+        Some(key) => smp_list(r, slot, items, key, &format!("{path}[]"))?,
+        None => {
+            if items.iter().any(|i| i.get("$patch").is_some()) {
+                return Err(PatchError::Unsupported(format!(
+                    "$patch directive in list {path:?} which has no patch merge key"
+                )));
+            }
+            *slot = Value::Array(items.to_vec());
         }
     }
     Ok(())

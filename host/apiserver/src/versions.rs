@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::Shared;
+use crate::shared::Shared;
 use crate::store::Store;
 use crate::util::ApiError;
 

@@ -3,76 +3,40 @@
 
     python3 tests/cases/gen/crosscheck.py [case.yaml ...]
 
-The expectations in the case files were written by hand (gen/small.py, gen/big.py); this model
-computes them from the rules of docs/upstream-behaviour.md (§5–§12, D1, D2, D4) so that
-a slip on either side shows up as a disagreement. It also checks the case format. It is a test
-aid only: `weir test tests/cases` is the real runner.
+The expectations in the case files were written by hand (gen/small.py, gen/big.py,
+gen/slices.py); two models compute them from the spec instead, so that a slip on either side
+shows up as a disagreement:
+- the Endpoints model below, from docs/upstream-behaviour.md (§5–§12, D1, D2, D4), checks
+  `expect.action`, `expect.endpoints` and `expect.counts`;
+- the EndpointSlice model (crosscheck_slices.py, crosscheck_hints.py), from
+  docs/upstream-endpointslices.md (R1–R5, D9, D11, D13), checks `expect.endpointSlices`; its
+  module doc says what it does not compare and why.
+Both read their shared inputs through crosscheck_inputs.py. The script also checks the case
+format. It is a test aid only: `weir test tests/cases` is the real runner.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import pathlib
 import sys
 
 import yaml
 
+import crosscheck_slices
+from crosscheck_inputs import find_port, is_ready, parse_ip, select_pods
+
 CASES = pathlib.Path(__file__).resolve().parent.parent
 MANAGED_BY = "endpoints.kubernetes.io/managed-by"
 HEADLESS = "service.kubernetes.io/headless"
 OVER = "endpoints.kubernetes.io/over-capacity"
 TRIGGER = "endpoints.kubernetes.io/last-change-trigger-time"
-TOP_KEYS = {"name", "key", "service", "pods", "endpoints", "config", "expect"}
+TOP_KEYS = {"name", "key", "service", "pods", "endpoints", "config", "nodes", "endpointSlices",
+            "maxEndpointsPerSlice", "manage", "expect"}
 
 
 # ---------------------------------------------------------------------------------------------
-# Runner-side selection and defaults
-
-
-def select_pods(svc, pods):
-    sel = (svc.get("spec") or {}).get("selector")
-    if sel is None:
-        return []
-    ns = svc["metadata"]["namespace"]
-    out = []
-    for p in pods:
-        m = p["metadata"]
-        labels = m.get("labels") or {}
-        if m.get("namespace") == ns and all(labels.get(k) == v for k, v in sel.items()):
-            out.append(p)
-    return out
-
-
-def parse_ip(text):
-    """ParseIPSloppy + family: returns (is_v6, canonical) or None."""
-    t = text.strip()
-    if ":" in t:
-        try:
-            ip = ipaddress.IPv6Address(t)
-        except ValueError:
-            return None
-        if ip.ipv4_mapped is not None:
-            return False, str(ip.ipv4_mapped)
-        return True, ip.compressed
-    parts = t.split(".")
-    if len(parts) != 4 or not all(x.isdigit() for x in parts):
-        return None
-    nums = [int(x, 10) for x in parts]
-    if any(n > 255 for n in nums):
-        return None
-    return False, ".".join(map(str, nums))
-
-
-# ---------------------------------------------------------------------------------------------
-# The model
-
-
-def is_ready(p):
-    for c in (p.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
+# The Endpoints model
 
 
 def eligible(p, publish):
@@ -93,22 +57,6 @@ def want_v6(spec):
     cip = spec.get("clusterIP", "")
     r = parse_ip(cip) if cip not in ("", "None") else None
     return bool(r and r[0])
-
-
-def find_port(p, sp):
-    tp = sp.get("targetPort", sp["port"])
-    if isinstance(tp, int):
-        return tp
-    proto = sp.get("protocol", "TCP")
-    spec = p.get("spec") or {}
-    groups = [spec.get("containers") or [],
-              [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]]
-    for group in groups:
-        for c in group:
-            for cp in c.get("ports") or []:
-                if cp.get("name") == tp and cp.get("protocol", "TCP") == proto:
-                    return cp["containerPort"]
-    return None
 
 
 def desired_subsets(svc, pods):
@@ -302,22 +250,38 @@ def model(doc):
 # ---------------------------------------------------------------------------------------------
 
 
-def check(path: pathlib.Path) -> list[str]:
+def check_format(doc) -> list[str]:
+    """The case format of host/src/cases.rs: known keys, a key naming the Service, and an
+    expectation for at least one output."""
     errs = []
-    doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C parser: ~10x faster
     extra = set(doc) - TOP_KEYS
     if extra:
         errs.append(f"unknown top-level keys {extra}")
-    for k in ("name", "key", "service", "pods", "endpoints", "expect"):
+    for k in ("name", "key", "service", "pods", "expect"):
         if k not in doc:
             errs.append(f"missing {k}")
     exp = doc["expect"]
-    if exp.get("action") not in ("none", "create", "update", "delete"):
-        errs.append(f"bad action {exp.get('action')}")
+    if set(exp) - {"action", "endpoints", "counts", "endpointSlices"}:
+        errs.append(f"unknown expect keys {set(exp) - {'action', 'endpoints', 'counts', 'endpointSlices'}}")
+    if "action" not in exp and "endpointSlices" not in exp:
+        errs.append("expect gives neither an action nor endpointSlices")
+    if "action" in exp and "endpoints" not in doc:
+        errs.append("missing endpoints")
+    if not 1 <= doc.get("maxEndpointsPerSlice", 100) <= 1000:
+        errs.append("maxEndpointsPerSlice outside 1..1000")
     if doc["service"] is not None:
         m = doc["service"]["metadata"]
         if doc["key"] != f"{m['namespace']}/{m['name']}":
             errs.append("key does not match the service")
+    return errs
+
+
+def check_endpoints(doc) -> list[str]:
+    """Differences between the Endpoints model and the case's action, endpoints and counts."""
+    errs = []
+    exp = doc["expect"]
+    if exp.get("action") not in ("none", "create", "update", "delete"):
+        errs.append(f"bad action {exp.get('action')}")
     action, got = model(doc)
     if action != exp["action"]:
         errs.append(f"action: model {action}, case {exp['action']}")
@@ -347,10 +311,18 @@ def check(path: pathlib.Path) -> list[str]:
     return errs
 
 
+def check(path: pathlib.Path) -> list[str]:
+    doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C parser: ~10x faster
+    errs = check_format(doc)
+    if "action" in doc["expect"]:
+        errs += check_endpoints(doc)
+    if "endpointSlices" in doc["expect"]:
+        errs += crosscheck_slices.check(doc)
+    return errs
+
+
 def main(argv):
-    # slices/ holds EndpointSlice cases (tests/cases/gen/slices.py), outside this Endpoints model.
-    paths = [pathlib.Path(a) for a in argv] or sorted(
-        p for p in CASES.rglob("*.yaml") if p.relative_to(CASES).parts[0] != "slices")
+    paths = [pathlib.Path(a) for a in argv] or sorted(CASES.rglob("*.yaml"))
     bad = 0
     for p in paths:
         errs = check(p)
@@ -359,7 +331,7 @@ def main(argv):
             print(f"FAIL {p.relative_to(CASES) if p.is_relative_to(CASES) else p}")
             for e in errs:
                 print("   ", e)
-    print(f"{len(paths) - bad}/{len(paths)} cases agree with the model")
+    print(f"{len(paths) - bad}/{len(paths)} cases agree with the models")
     return 1 if bad else 0
 
 

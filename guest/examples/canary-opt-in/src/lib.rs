@@ -66,16 +66,13 @@ impl Policy for CanaryOptIn {
         Ok(())
     }
 
-    fn select<'p>(&self, ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
-        let mut pods = weir_policy::steps::select::eligible(ctx, pods);
-        if !self.accepts_canaries(ctx.service) {
-            pods.retain(|pod| !self.is_canary(pod));
-        }
-        pods
+    fn include(&self, ctx: &Context, pod: &Pod) -> bool {
+        self.accepts_canaries(ctx.service) || !self.is_canary(pod)
     }
 }
 
 weir_policy::export_policy!(CanaryOptIn);
+weir_policy::arena_allocator!();
 
 #[cfg(test)]
 mod tests {

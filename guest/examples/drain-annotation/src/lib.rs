@@ -15,7 +15,7 @@
 
 use serde::Deserialize;
 use weir_policy::types::Pod;
-use weir_policy::{Context, PodAddress, Policy};
+use weir_policy::{Context, Policy, Verdict};
 
 /// The policy and its configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -54,21 +54,19 @@ impl Policy for DrainAnnotation {
         Ok(())
     }
 
-    fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
-        let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
+    fn verdict(&self, ctx: &Context, verdict: &mut Verdict) {
         let applies = !ctx.service.publish_not_ready_addresses || self.override_publish_not_ready;
-        if applies && address.ready && self.is_draining(pod) {
-            weir_policy::log::debug(&format!(
-                "pod {}/{} is draining: listed as not ready",
-                pod.namespace, pod.name
-            ));
-            address.ready = false;
+        let pod = verdict.pod;
+        if applies && verdict.ready && self.is_draining(pod) {
+            let (namespace, name) = (&pod.namespace, &pod.name);
+            weir_policy::debug!("pod {namespace}/{name} is draining: listed as not ready");
+            verdict.ready = false;
         }
-        Some(address)
     }
 }
 
 weir_policy::export_policy!(DrainAnnotation);
+weir_policy::arena_allocator!();
 
 #[cfg(test)]
 mod tests {

@@ -81,23 +81,20 @@ impl Policy for NodeAllowlist {
         Ok(())
     }
 
-    fn select<'p>(&self, ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
-        let mut pods = weir_policy::steps::select::eligible(ctx, pods);
-        pods.retain(|pod| {
-            let allowed = self.allows(&pod.node_name);
-            if !allowed {
-                weir_policy::log::debug(&format!(
-                    "pod {}/{} on node {:?} is not on an allowed node",
-                    pod.namespace, pod.name, pod.node_name
-                ));
-            }
-            allowed
-        });
-        pods
+    fn include(&self, _ctx: &Context, pod: &Pod) -> bool {
+        let allowed = self.allows(&pod.node_name);
+        if !allowed {
+            let (namespace, name, node_name) = (&pod.namespace, &pod.name, &pod.node_name);
+            weir_policy::debug!(
+                "pod {namespace}/{name} on node {node_name:?} is not on an allowed node"
+            );
+        }
+        allowed
     }
 }
 
 weir_policy::export_policy!(NodeAllowlist);
+weir_policy::arena_allocator!();
 
 #[cfg(test)]
 mod tests {

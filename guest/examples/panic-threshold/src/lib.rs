@@ -15,14 +15,13 @@
 //! | `threshold` | `0.5` | panic when the ready share of the Service's pods is below this (0 to 1; 0 disables) |
 //!
 //! "The Service's pods" are those that would be published at all (after upstream's selection
-//! and address steps), counted once each however many ports they serve. The policy works on
-//! the shared `addresses` hook, so the Endpoints and the EndpointSlices (per address type)
-//! both panic; in a slice a panicking pod is `ready: true`, its `serving` condition still
-//! the pod's own readiness.
+//! and address steps), counted once each however many ports they serve. The policy works in
+//! the `verdicts` hook, which sees every pod of a pass, so the Endpoints and the
+//! EndpointSlices (per address type) both panic; in a slice a panicking pod is `ready: true`,
+//! its `serving` condition still the pod's own readiness.
 
 use serde::Deserialize;
-use weir_policy::types::Pod;
-use weir_policy::{Context, PodAddress, Policy};
+use weir_policy::{Context, Policy, Verdict};
 
 /// The policy and its configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -39,10 +38,10 @@ impl Default for PanicThreshold {
     }
 }
 
-/// Ready and total pod counts among the addresses (one per pod).
-pub fn ready_share(addresses: &[(&Pod, PodAddress<'_>)]) -> (usize, usize) {
-    let ready = addresses.iter().filter(|(_, a)| a.ready).count();
-    (ready, addresses.len())
+/// Ready and total pod counts among the verdicts (one per pod).
+pub fn ready_share(verdicts: &[Verdict]) -> (usize, usize) {
+    let ready = verdicts.iter().filter(|v| v.ready).count();
+    (ready, verdicts.len())
 }
 
 impl Policy for PanicThreshold {
@@ -57,28 +56,23 @@ impl Policy for PanicThreshold {
         Ok(())
     }
 
-    fn addresses<'p>(
-        &self,
-        ctx: &Context<'_>,
-        mut addresses: Vec<(&'p Pod, PodAddress<'p>)>,
-    ) -> Vec<(&'p Pod, PodAddress<'p>)> {
-        let (ready, total) = ready_share(&addresses);
-        // Integer comparison (ready < threshold × total) avoids a division by zero for a
-        // Service without pods, which never panics.
+    fn verdicts(&self, ctx: &Context, verdicts: &mut [Verdict]) {
+        let (ready, total) = ready_share(verdicts);
+        // Multiplying rather than dividing: a Service without pods never panics.
         if total > 0 && (ready as f64) < self.threshold * total as f64 {
-            weir_policy::log::warn(&format!(
+            weir_policy::warn!(
                 "{}/{}: only {ready} of {total} pods ready, below the panic threshold {}; publishing all as ready",
-                ctx.service.namespace, ctx.service.name, self.threshold
-            ));
-            for (_, address) in &mut addresses {
-                address.ready = true;
-            }
+                ctx.service.namespace,
+                ctx.service.name,
+                self.threshold
+            );
+            verdicts.iter_mut().for_each(|v| v.ready = true);
         }
-        addresses
     }
 }
 
 weir_policy::export_policy!(PanicThreshold);
+weir_policy::arena_allocator!();
 
 #[cfg(test)]
 mod tests {

@@ -6,11 +6,11 @@
 
 use std::borrow::Cow;
 
+use crate::address::Address;
+use crate::context::{Context, Output};
 use crate::ip::{self, Family};
-use crate::steps::slices::location::TargetRef;
-use crate::types::{ObjectReference, Pod, Service};
-use crate::{Address, PodAddress};
-use crate::{Context, Output};
+use crate::types::{Pod, Service};
+use crate::verdict::Verdict;
 
 /// The family a Service publishes: its first `ipFamilies` entry (spec §7.1). The API server
 /// always fills `ipFamilies` for Services with a selector; when it is empty anyway (an old
@@ -24,6 +24,7 @@ pub fn primary_family(service: &Service) -> Family {
 
 /// The first of the pod's `podIPs` in `family`, in canonical form (spec §7.2, §7.3).
 /// `status.podIP` is not consulted, as upstream; text that does not parse is skipped.
+#[cfg(test)]
 pub fn pod_ip(pod: &Pod, family: Family) -> Option<String> {
     first_ip(pod, family).map(|(_, ip)| ip.into_owned())
 }
@@ -39,14 +40,6 @@ fn first_ip(pod: &Pod, family: Family) -> Option<(usize, Cow<'_, str>)> {
         })
 }
 
-/// Whether the pod is ready: its first `Ready` condition has status `True` (spec §9.2).
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.conditions
-        .iter()
-        .find(|c| c.condition_type == "Ready")
-        .is_some_and(|c| c.status == "True")
-}
-
 /// The hostname the address carries: the pod's `spec.hostname` when its `subdomain` is the
 /// Service's name in the same namespace, else empty (spec §7.5).
 pub fn hostname<'p>(pod: &'p Pod, service: &Service) -> &'p str {
@@ -60,18 +53,12 @@ pub fn hostname<'p>(pod: &'p Pod, service: &Service) -> &'p str {
     }
 }
 
-/// The reference both controllers write for `pod` (spec §7.4, R2.15): kind `Pod`, its
-/// namespace, name and uid, no apiVersion or fieldPath.
-pub fn pod_reference(pod: &Pod) -> ObjectReference {
-    TargetRef::pod(pod).to_reference()
-}
-
 /// Upstream's address for `pod`, or `None` when it has no IP of the family computed.
 /// Endpoints: ready when the pod is ready or the Service publishes not-ready addresses (spec
 /// §9.1). Slices: ready when published, or when the pod is ready and not terminating;
 /// serving when the pod is ready (R2.14). The address borrows the pod's strings when its IP
 /// is written in canonical form, as it nearly always is.
-pub fn for_pod<'p>(ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
+pub fn for_pod<'p>(ctx: &Context<'_>, pod: &'p Pod) -> Option<Verdict<'p>> {
     // A pod without an IP of the Service's family is left out (upstream logs it at V(2)).
     let (at, ip) = first_ip(pod, ctx.family)?;
     let service = ctx.service;
@@ -81,13 +68,15 @@ pub fn for_pod<'p>(ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
         // canonical form.
         address.to_mut().ip = canonical;
     }
-    let serving = is_ready(pod);
+    let serving = pod.is_ready();
     let publish = service.publish_not_ready_addresses;
     let ready = match ctx.output {
         Output::Endpoints => publish || serving,
         Output::EndpointSlices => publish || (serving && !pod.terminating),
     };
-    Some(PodAddress {
+    Some(Verdict {
+        pod,
+        include: true,
         address,
         ready,
         serving,
@@ -127,7 +116,7 @@ mod tests {
     #[test]
     fn readiness_uses_the_first_ready_condition() {
         let mut p = pod("a", "10.0.0.1", true);
-        assert!(is_ready(&p));
+        assert!(p.is_ready());
         p.conditions.insert(
             0,
             crate::types::PodCondition {
@@ -136,9 +125,9 @@ mod tests {
                 last_transition_time: None,
             },
         );
-        assert!(!is_ready(&p));
+        assert!(!p.is_ready());
         p.conditions.clear();
-        assert!(!is_ready(&p));
+        assert!(!p.is_ready());
     }
 
     #[test]

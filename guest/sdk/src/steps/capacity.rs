@@ -1,8 +1,16 @@
 //! Fitting one Endpoints object's capacity (spec §12.5, §12.6; upstream `truncateEndpoints`).
 
-use crate::policy::Capped;
 use crate::steps::pack::count;
 use crate::types::EndpointSubset;
+
+/// The desired subsets after the capacity step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped {
+    /// The subsets to write.
+    pub subsets: Vec<EndpointSubset>,
+    /// Whether addresses were dropped to fit the capacity (the over-capacity annotation).
+    pub truncated: bool,
+}
 
 /// Truncates `subsets` (in their canonical order) to at most `max` addresses, as upstream does:
 /// ready addresses are kept first; each subset keeps a share of the budget proportional to its

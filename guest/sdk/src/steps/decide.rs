@@ -1,8 +1,8 @@
 //! Comparing with the stored Endpoints and building the object to write (spec §11, §12, and
 //! weir's deviations D1 and D2 in §18).
 
-use crate::Context;
-use crate::policy::Capped;
+use crate::context::Context;
+use crate::steps::capacity::Capped;
 use crate::steps::pack::{count, port_key};
 use crate::types::{
     EndpointAddress, EndpointSubset, Endpoints, EndpointsDecision, KeyValue, Service,

@@ -3,14 +3,26 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use crate::Entry;
 use crate::types::{EndpointAddress, EndpointPort, EndpointSubset};
+
+/// One (address, port) pair before packing into subsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The address.
+    pub address: EndpointAddress,
+    /// Whether it is ready.
+    pub ready: bool,
+    /// The endpoint port, or `None` for a headless Service without ports.
+    pub port: Option<EndpointPort>,
+}
 
 /// How an address is identified while packing: IP, then pod UID (spec §10.1). Ordering by this
 /// key is also the output order of addresses (spec §10.3: IP text byte-wise, then UID).
+#[cfg(test)]
 pub type AddressKey = (String, String);
 
 /// The identity of `address`, as owned strings (see [`AddressKey`]).
+#[cfg(test)]
 pub fn address_key(address: &EndpointAddress) -> AddressKey {
     let (ip, uid) = identity(address);
     (ip.to_owned(), uid.to_owned())

@@ -1,8 +1,8 @@
 //! Port resolution (spec §5.7 d–e, §8; upstream `FindPort`, `endpointPortFromServicePort`).
 
-use crate::types::{EndpointPort, Pod, ServicePort, TargetPort};
-use crate::well_known::CLUSTER_IP_NONE;
-use crate::{Context, Port};
+use crate::context::Context;
+use crate::port::Port;
+use crate::types::{Pod, ServicePort, TargetPort};
 
 /// The container port a Service port targets on `pod`, or `None` when a named target port is
 /// not declared with the same protocol (spec §8.2, §8.3). The pod's `container-ports` are in
@@ -18,34 +18,13 @@ pub fn find_port(pod: &Pod, service_port: &ServicePort) -> Option<i32> {
     }
 }
 
-/// The endpoint port for a resolved Service port: its name, protocol and appProtocol, and the
-/// resolved number (spec §8.5).
-pub fn endpoint_port(service_port: &ServicePort, port: i32) -> EndpointPort {
-    EndpointPort {
-        name: service_port.name.clone(),
-        port,
-        protocol: service_port.protocol.clone(),
-        app_protocol: service_port.app_protocol.clone(),
-    }
-}
-
 /// Every endpoint port `pod` serves for the Service, in Service port order, borrowed from the
-/// Service's ports. A Service without ports gives one port-less entry (`None`) when headless
-/// and nothing otherwise (spec §5.7).
-pub fn for_pod<'s>(ctx: &Context<'s>, pod: &Pod) -> Vec<Option<Port<'s>>> {
-    let service = ctx.service;
-    if service.ports.is_empty() {
-        return if service.cluster_ip == CLUSTER_IP_NONE {
-            vec![None]
-        } else {
-            Vec::new()
-        };
-    }
-    service
+/// Service's ports. A port the pod does not declare is skipped for this pod only (spec §8.4).
+pub fn for_pod<'s>(ctx: &Context<'s>, pod: &Pod) -> Vec<Port<'s>> {
+    ctx.service
         .ports
         .iter()
-        // A port the pod does not declare is skipped for this pod only (spec §8.4).
-        .filter_map(|sp| find_port(pod, sp).map(|port| Some(Port::of_service(sp, port))))
+        .filter_map(|sp| find_port(pod, sp).map(|port| Port::of_service(sp, port)))
         .collect()
 }
 

@@ -3,8 +3,8 @@
 //! `spec §` numbers are those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
 //! `docs/upstream-endpointslices.md`.
 
+use crate::context::{Context, Output};
 use crate::types::Pod;
-use crate::{Context, Output};
 
 /// Whether `pod` may appear in the Endpoints of a Service with the given
 /// `publishNotReadyAddresses`: terminal pods never, pods without any IP never, terminating pods
@@ -20,13 +20,11 @@ pub fn is_eligible(pod: &Pod, publish_not_ready_addresses: bool) -> bool {
     !pod.terminating || publish_not_ready_addresses
 }
 
-/// The eligible pods of the request, in request order. Slices keep terminating pods whatever
-/// the Service publishes (R2.6); the Endpoints do not (spec §6).
-pub fn eligible<'p>(ctx: &Context<'_>, pods: &'p [Pod]) -> Vec<&'p Pod> {
+/// Whether `pod` may appear in the output `ctx` computes. Slices keep terminating pods
+/// whatever the Service publishes (R2.6); the Endpoints do not (spec §6).
+pub fn is_eligible_for(ctx: &Context<'_>, pod: &Pod) -> bool {
     let publish = ctx.service.publish_not_ready_addresses || ctx.output == Output::EndpointSlices;
-    pods.iter()
-        .filter(|pod| is_eligible(pod, publish))
-        .collect()
+    is_eligible(pod, publish)
 }
 
 #[cfg(test)]

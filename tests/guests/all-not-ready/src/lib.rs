@@ -1,18 +1,16 @@
 //! A policy visibly different from upstream: every address is published as not ready.
 //! Hot-swap tests use it to see that the swap changed the Endpoints.
 
-use weir_policy::types::Pod;
-use weir_policy::{Context, PodAddress, Policy};
+use weir_policy::{Context, Policy, Verdict};
 
 #[derive(Default, serde::Deserialize)]
 struct AllNotReady {}
 
 impl Policy for AllNotReady {
-    fn address<'p>(&self, ctx: &Context<'_>, pod: &'p Pod) -> Option<PodAddress<'p>> {
-        let mut address = weir_policy::steps::address::for_pod(ctx, pod)?;
-        address.ready = false;
-        Some(address)
+    fn verdict(&self, _ctx: &Context, verdict: &mut Verdict) {
+        verdict.ready = false;
     }
 }
 
 weir_policy::export_policy!(AllNotReady);
+weir_policy::arena_allocator!();

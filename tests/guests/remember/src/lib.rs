@@ -24,3 +24,4 @@ impl Policy for Remember {
 }
 
 weir_policy::export_policy!(Remember);
+weir_policy::arena_allocator!();

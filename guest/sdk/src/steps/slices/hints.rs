@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::Plan;
 use super::location::locate;
-use crate::policy::Context;
+use crate::context::Context;
 use crate::types::{Endpoint, EndpointHints, EndpointSlice, Pod, ServiceEvent};
 use crate::well_known::{TOPOLOGY_AWARE_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION};
 

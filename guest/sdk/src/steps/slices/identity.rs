@@ -252,13 +252,9 @@ impl EndpointIndex {
     }
 
     /// How many endpoints are held and not taken.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.taken.iter().filter(|&&taken| !taken).count()
-    }
-
-    /// Whether none is left.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

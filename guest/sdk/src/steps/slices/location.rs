@@ -9,64 +9,8 @@
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
-use crate::address::Address;
-use crate::types::{Endpoint, EndpointLocation, EndpointSource, ObjectReference, Pod, PodIp};
-
-/// A borrowed `targetRef`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TargetRef<'a> {
-    /// `kind`.
-    pub kind: &'a str,
-    /// `namespace`.
-    pub namespace: &'a str,
-    /// `name`.
-    pub name: &'a str,
-    /// `uid`.
-    pub uid: &'a str,
-    /// `apiVersion`.
-    pub api_version: &'a str,
-    /// `fieldPath`.
-    pub field_path: &'a str,
-}
-
-impl<'a> TargetRef<'a> {
-    /// The reference both controllers write for `pod` (spec §7.4, R2.15): kind `Pod`, its
-    /// namespace, name and uid, no apiVersion or fieldPath.
-    pub fn pod(pod: &'a Pod) -> Self {
-        TargetRef {
-            kind: "Pod",
-            namespace: &pod.namespace,
-            name: &pod.name,
-            uid: &pod.uid,
-            api_version: "",
-            field_path: "",
-        }
-    }
-
-    /// The reference `r` spells out.
-    pub fn of(r: &'a ObjectReference) -> Self {
-        TargetRef {
-            kind: &r.kind,
-            namespace: &r.namespace,
-            name: &r.name,
-            uid: &r.uid,
-            api_version: &r.api_version,
-            field_path: &r.field_path,
-        }
-    }
-
-    /// An owned copy.
-    pub fn to_reference(self) -> ObjectReference {
-        ObjectReference {
-            kind: self.kind.to_owned(),
-            namespace: self.namespace.to_owned(),
-            name: self.name.to_owned(),
-            uid: self.uid.to_owned(),
-            api_version: self.api_version.to_owned(),
-            field_path: self.field_path.to_owned(),
-        }
-    }
-}
+use crate::address::{Address, TargetRef};
+use crate::types::{Endpoint, EndpointLocation, EndpointSource, Pod, PodIp};
 
 /// An endpoint's `addresses`, `targetRef`, `nodeName` and `zone`, however they were sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,7 +129,7 @@ mod tests {
     fn given(pod: &Pod) -> EndpointLocation {
         EndpointLocation {
             addresses: vec![pod.pod_ips[0].clone()],
-            target_ref: Some(crate::steps::address::pod_reference(pod)),
+            target_ref: Some(TargetRef::pod(pod).to_reference()),
             node_name: Some(pod.node_name.clone()).filter(|n| !n.is_empty()),
             zone: pod.zone.clone(),
         }

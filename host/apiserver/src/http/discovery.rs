@@ -5,7 +5,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use crate::Shared;
 use crate::resources::RESOURCES;
 
 const VERBS: [&str; 8] = [
@@ -166,9 +165,48 @@ fn v3(group: &str) -> Response {
     respond(200, "application/json", doc.bytes.clone())
 }
 
+/// `/openapi/v3`: the path of each group's document, with its hash.
+fn v3_index() -> Response {
+    let mut paths = serde_json::Map::new();
+    let hash = |g: &str| {
+        crate::openapi::v3_document(g, "v1", openapi_doc)
+            .hash
+            .clone()
+    };
+    paths.insert(
+        "api/v1".into(),
+        json!({"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(""))}),
+    );
+    for g in groups() {
+        paths.insert(
+            format!("apis/{g}/v1"),
+            json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/v1?hash={}", hash(g))}),
+        );
+    }
+    json(json!({"paths": paths}))
+}
+
+/// `/openapi/v2`, as protobuf when the client accepts it (kubectl does), else JSON.
+fn v2(headers: &HeaderMap) -> Response {
+    let protobuf = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|a| a.contains("protobuf"));
+    if protobuf {
+        respond(
+            200,
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            crate::openapi::v2_protobuf().to_vec(),
+        )
+    } else {
+        respond(200, "application/json", crate::openapi::v2_json().to_vec())
+    }
+}
+
 /// Serves non-resource paths; `None` for resource paths.
 pub(crate) fn serve(
-    sh: &Shared,
+    addr: std::net::SocketAddr,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
@@ -196,7 +234,7 @@ pub(crate) fn serve(
         ["api"] => json(json!({
             "kind": "APIVersions",
             "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": sh.addr.to_string()}],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr.to_string()}],
         })),
         ["api", "v1"] => json(resource_list("", "v1")),
         ["apis"] => json(json!({
@@ -206,43 +244,10 @@ pub(crate) fn serve(
         })),
         ["apis", g] if groups().contains(g) => json(api_group(g)),
         ["apis", g, "v1"] if groups().contains(g) => json(resource_list(g, "v1")),
-        ["openapi", "v3"] => {
-            let mut paths = serde_json::Map::new();
-            let hash = |g: &str| {
-                crate::openapi::v3_document(g, "v1", openapi_doc)
-                    .hash
-                    .clone()
-            };
-            paths.insert(
-                "api/v1".into(),
-                json!({"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", hash(""))}),
-            );
-            for g in groups() {
-                paths.insert(
-                    format!("apis/{g}/v1"),
-                    json!({"serverRelativeURL": format!("/openapi/v3/apis/{g}/v1?hash={}", hash(g))}),
-                );
-            }
-            json(json!({"paths": paths}))
-        }
+        ["openapi", "v3"] => v3_index(),
         ["openapi", "v3", "api", "v1"] => v3(""),
         ["openapi", "v3", "apis", g, "v1"] if groups().contains(g) => v3(g),
-        ["openapi", "v2"] => {
-            let protobuf = headers
-                .get_all(header::ACCEPT)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .any(|a| a.contains("protobuf"));
-            if protobuf {
-                respond(
-                    200,
-                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-                    crate::openapi::v2_protobuf().to_vec(),
-                )
-            } else {
-                respond(200, "application/json", crate::openapi::v2_json().to_vec())
-            }
-        }
+        ["openapi", "v2"] => v2(headers),
         ["openapi", ..] => respond(
             404,
             "application/json",

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::Shared;
 use crate::resources::PODS;
 use crate::store::{DeleteOpts, Store};
 
@@ -100,23 +99,5 @@ impl Store {
             }
         }
         self.kubelet.next_due()
-    }
-}
-
-/// The emulated kubelet: sleeps until the next terminating pod is due, then removes it.
-pub(crate) async fn run(shared: Arc<Shared>) {
-    let wake = shared.lock().kubelet.waker();
-    loop {
-        let next = shared.lock().kubelet_tick(Instant::now());
-        match next {
-            Some(at) => {
-                let at = tokio::time::Instant::from_std(at);
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {}
-                    _ = wake.notified() => {}
-                }
-            }
-            None => wake.notified().await,
-        }
     }
 }

@@ -14,14 +14,13 @@
 //! collector cannot resolve them and leaves the dependent alone).
 //!
 //! The store records work while it commits (see [`GcState::observe`]); a background task
-//! ([`run`]) drains it, so, as in a cluster, dependents go shortly after their owner.
+//! ([`crate::controllers::garbage_collector`]) drains it, so, as in a cluster, dependents go shortly after their owner.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::Shared;
 use crate::resources::RESOURCES;
 use crate::store::{DeleteOpts, EvType, Propagation, Store, WriteOpts};
 
@@ -351,15 +350,6 @@ impl Store {
             }
         }
         n
-    }
-}
-
-/// The collector task: wakes when the store records work and drains it.
-pub(crate) async fn run(shared: Arc<Shared>) {
-    let wake = shared.lock().gc.waker();
-    loop {
-        wake.notified().await;
-        shared.lock().collect_garbage();
     }
 }
 
