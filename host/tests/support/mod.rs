@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 #[allow(unused_imports)] // each test binary uses its own subset
 pub use guests::{test_guest, test_guest_bytes};
-use weir::runtime::bindings as wit;
+use weir::runtime::bindings as v1;
+use weir::runtime::bindings_v0_2 as wit;
 
 /// Fails the test unless `program args` runs and exits 0. A test never skips for a missing
 /// tool: `make test` installs every tool the tests need first (`make tools`,
@@ -102,10 +103,13 @@ pub fn service(namespace: &str, name: &str, labels: &[(&str, &str)]) -> wit::Ser
             app_protocol: None,
         }],
         publish_not_ready_addresses: false,
+        traffic_distribution: None,
+        deleting: false,
     }
 }
 
-/// A running pod `namespace/<app>-<index>` with IP `10.1.x.y`, ready or not.
+/// A running pod `namespace/<app>-<index>` with IP `10.1.x.y`, ready or not, on one of three
+/// Nodes that exist (no zone).
 pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> wit::Pod {
     let ip = format!("10.1.{}.{}", index / 250, index % 250 + 1);
     wit::Pod {
@@ -126,13 +130,21 @@ pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> wit::Pod {
             last_transition_time: Some("2024-01-01T00:00:00Z".into()),
         }],
         terminating: false,
+        node_exists: true,
+        zone: None,
         container_ports: vec![],
     }
 }
 
-/// A request for `namespace/name` whose Service carries `labels` and selects `pods` pods
-/// (every fifth not ready), with no Endpoints stored yet.
-pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]) -> wit::Request {
+/// A 0.2.0 request for `namespace/name` whose Service carries `labels` and selects `pods`
+/// pods (every fifth not ready), with nothing stored yet and both outputs managed: the
+/// request the controller sends by default.
+pub fn request_v0_2(
+    namespace: &str,
+    name: &str,
+    pods: usize,
+    labels: &[(&str, &str)],
+) -> wit::Request {
     wit::Request {
         namespace: namespace.into(),
         name: name.into(),
@@ -143,5 +155,17 @@ pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]
         current: None,
         trigger_time: None,
         config: String::new(),
+        endpoint_slices: vec![],
+        max_endpoints_per_slice: 100,
+        zone_capacities: None,
+        manage: wit::Outputs {
+            endpoints: true,
+            endpoint_slices: true,
+        },
     }
+}
+
+/// [`request_v0_2`] as the 0.1.0 request of the same reconcile, for the 0.1.0 call API.
+pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]) -> v1::Request {
+    weir::runtime::convert::request_to_v0_1(&request_v0_2(namespace, name, pods, labels))
 }
