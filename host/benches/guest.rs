@@ -8,7 +8,7 @@
 //! - `wasm/N`: the embedded default guest as the controller runs it: a fresh instance
 //!   (instantiate), `reconcile` (call: lowering the request, the policy, lifting the decision)
 //!   and the host's checks of both outputs with their conversion to the objects to write
-//!   (validate), on the same request converted to the host's 0.2.0 WIT types.
+//!   (validate), on the same request converted to the host's model.
 //!
 //! Criterion reports its estimates per benchmark; at the end a Markdown table gives the
 //! median of every phase over all timed calls and the wasm/native ratio. Before timing, the
@@ -34,9 +34,7 @@ use criterion::Criterion;
 use tokio::runtime::Runtime as Tokio;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
-use weir::runtime::bindings as wit;
-use weir::model as v2;
-use weir::runtime::convert;
+use weir::model as wit;
 use weir::runtime::{Guest, Limits, Runtime};
 use weir_policy::testing;
 use weir_policy::types as native;
@@ -143,6 +141,8 @@ fn to_wit_service(s: &native::Service) -> wit::Service {
             })
             .collect(),
         publish_not_ready_addresses: s.publish_not_ready_addresses,
+        traffic_distribution: s.traffic_distribution.clone(),
+        deleting: s.deleting,
     }
 }
 
@@ -169,6 +169,8 @@ fn to_wit_pod(p: &native::Pod) -> wit::Pod {
             })
             .collect(),
         terminating: p.terminating,
+        node_exists: p.node_exists,
+        zone: p.zone.clone(),
         container_ports: p
             .container_ports
             .iter()
@@ -226,7 +228,12 @@ fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
     }
 }
 
+/// The native request as the host's request, field by field.
 fn to_wit_request(r: &native::Request) -> wit::Request {
+    assert!(
+        r.endpoint_slices.is_empty() && r.zone_capacities.is_none(),
+        "the bench's requests carry no stored slices and no zone capacities"
+    );
     wit::Request {
         namespace: r.namespace.clone(),
         name: r.name.clone(),
@@ -235,38 +242,21 @@ fn to_wit_request(r: &native::Request) -> wit::Request {
         current: r.current.as_ref().map(to_wit_endpoints),
         trigger_time: r.trigger_time.clone(),
         config: r.config.clone(),
+        endpoint_slices: Vec::new(),
+        max_endpoints_per_slice: r.max_endpoints_per_slice,
+        zone_capacities: None,
+        manage: wit::Outputs {
+            endpoints: r.manage.endpoints,
+            endpoint_slices: r.manage.endpoint_slices,
+        },
     }
-}
-
-/// The native request as the host's 0.2.0 request: the 0.1.0 copy above, converted as the
-/// host converts, plus the fields only 0.2.0 has.
-fn to_v2_request(r: &native::Request) -> v2::Request {
-    assert!(
-        r.endpoint_slices.is_empty() && r.zone_capacities.is_none(),
-        "the bench's requests carry no stored slices and no zone capacities"
-    );
-    let mut request = convert::request_from_v0_1(&to_wit_request(r));
-    request.manage = v2::Outputs {
-        endpoints: r.manage.endpoints,
-        endpoint_slices: r.manage.endpoint_slices,
-    };
-    request.max_endpoints_per_slice = r.max_endpoints_per_slice;
-    if let (Some(view), Some(service)) = (request.service.as_mut(), r.service.as_ref()) {
-        view.traffic_distribution = service.traffic_distribution.clone();
-        view.deleting = service.deleting;
-    }
-    for (view, pod) in request.pods.iter_mut().zip(&r.pods) {
-        view.node_exists = pod.node_exists;
-        view.zone = pod.zone.clone();
-    }
-    request
 }
 
 /// One request in both forms.
 struct Case {
     pods: usize,
     native: native::Request,
-    wasm: v2::Request,
+    wasm: wit::Request,
 }
 
 impl Case {
@@ -277,7 +267,7 @@ impl Case {
         if std::env::var("WEIR_BENCH_MANAGE").as_deref() == Ok("endpoints") {
             native.manage.endpoint_slices = false;
         }
-        let wasm = to_v2_request(&native);
+        let wasm = to_wit_request(&native);
         Case { pods, native, wasm }
     }
 }
@@ -298,7 +288,7 @@ fn native_call(case: &Case) -> native::Decision {
 /// One wasm call as the controller makes it: fresh instance, reconcile, validation of both
 /// outputs (the contract checks and the conversion to the objects to write).
 fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Duration) {
-    let (result, timing) = rt.block_on(guest.call_v0_2_timed(black_box(&case.wasm)));
+    let (result, timing) = rt.block_on(guest.call_timed(black_box(&case.wasm)));
     let decision = result.expect("guest call");
     let started = Instant::now();
     black_box(check(guest, case, decision));
@@ -308,12 +298,12 @@ fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Dur
 
 /// The host's checks of a decision, as the controller's sync makes them for a Service with
 /// no stored Endpoints or slices.
-fn check(guest: &Guest, case: &Case, decision: v2::Decision) -> (Action, SlicePlan) {
+fn check(guest: &Guest, case: &Case, decision: wit::Decision) -> (Action, SlicePlan) {
     let request = &case.wasm;
     let action = validate(
         &request.namespace,
         &request.name,
-        convert::endpoints_decision_to_v0_1(decision.endpoints),
+        decision.endpoints,
         None,
         guest.limits().max_addresses,
     )
@@ -397,7 +387,7 @@ fn main() {
         // same way, so equal text is an equal decision.
         let want = format!("{:?}", native_call(case));
         let got = rt
-            .block_on(guest.call_v0_2(&case.wasm))
+            .block_on(guest.call(&case.wasm))
             .expect("guest call");
         assert_eq!(
             want,

@@ -8,7 +8,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use support::{request_v0_2, scratch_dir};
+use support::{request, scratch_dir};
 use weir::runtime::{CacheStats, DEFAULT_GUEST, Limits, Runtime};
 
 /// A cache directory for one test that does not exist yet: weir makes it, private, whatever the
@@ -75,10 +75,10 @@ fn assert_serves(runtime: &Runtime) {
         .unwrap()
         .default_guest()
         .unwrap()
-        .call_v0_2_blocking(&request_v0_2("ns", "web", 4, &[]));
+        .call_blocking(&request("ns", "web", 4, &[]));
     assert!(want.is_ok(), "{want:?}");
     assert_eq!(
-        guest.call_v0_2_blocking(&request_v0_2("ns", "web", 4, &[])),
+        guest.call_blocking(&request("ns", "web", 4, &[])),
         want
     );
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{request_v0_2, scratch_dir, test_guest};
+use support::{request, scratch_dir, test_guest};
 use weir::runtime::{CallError, Limits, Runtime};
 
 /// A Service the stalling test guests stall on (`loop-forever` loops on any Service).
@@ -139,8 +139,8 @@ async fn no_call_outlives_its_deadline_whatever_wasi_it_blocks_in() {
         ..Limits::default()
     })
     .unwrap();
-    let stalled = request_v0_2("ns", "web", 2, &[("weir.test/stall", "true")]);
-    let plain = request_v0_2("ns", "web", 2, &[]);
+    let stalled = request("ns", "web", 2, &[("weir.test/stall", "true")]);
+    let plain = request("ns", "web", 2, &[]);
     for name in STALLING {
         let guest = runtime
             .load_async(std::fs::read(test_guest(name)).unwrap())
@@ -152,7 +152,7 @@ async fn no_call_outlives_its_deadline_whatever_wasi_it_blocks_in() {
             let stalled = stalled.clone();
             tokio::spawn(async move {
                 let started = Instant::now();
-                let result = guest.call_v0_2(&stalled).await;
+                let result = guest.call(&stalled).await;
                 (result, started.elapsed())
             })
         });
@@ -166,7 +166,7 @@ async fn no_call_outlives_its_deadline_whatever_wasi_it_blocks_in() {
         }
         if name != "loop-forever" {
             assert!(
-                guest.call_v0_2(&plain).await.is_ok(),
+                guest.call(&plain).await.is_ok(),
                 "{name} serves the others"
             );
         }

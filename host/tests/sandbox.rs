@@ -6,10 +6,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{request_v0_2, test_guest_bytes};
+use support::{request, test_guest_bytes};
 use weir::reconcile::validate::validate;
-use weir::runtime::bindings_v0_2::EndpointsDecision;
-use weir::runtime::convert::endpoints_decision_to_v0_1;
+use weir::model::EndpointsDecision;
 use weir::runtime::{CallError, Guest, Limits, LoadError, Runtime};
 
 fn runtime(deadline: Duration, memory: usize) -> Runtime {
@@ -39,7 +38,7 @@ fn looping_guest_times_out_within_twice_the_deadline_every_time() {
     // the first call's expired one (or run forever).
     for attempt in 0..2 {
         let started = Instant::now();
-        let result = guest.call_v0_2_blocking(&request_v0_2("ns", "web", 3, &[]));
+        let result = guest.call_blocking(&request("ns", "web", 3, &[]));
         let elapsed = started.elapsed();
         assert_eq!(
             result,
@@ -68,7 +67,7 @@ fn allocating_guest_is_stopped_at_the_memory_cap() {
     let guest = load(&runtime, "alloc-forever");
     for attempt in 0..2 {
         assert_eq!(
-            guest.call_v0_2_blocking(&request_v0_2("ns", "web", 1, &[])),
+            guest.call_blocking(&request("ns", "web", 1, &[])),
             Err(CallError::OutOfMemory(cap)),
             "attempt {attempt}"
         );
@@ -81,7 +80,7 @@ fn allocating_guest_is_stopped_at_the_memory_cap() {
 fn no_state_survives_from_one_call_to_the_next() {
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "remember");
-    let report = |guest: &Guest| match guest.call_v0_2_blocking(&request_v0_2("ns", "web", 2, &[]))
+    let report = |guest: &Guest| match guest.call_blocking(&request("ns", "web", 2, &[]))
     {
         Err(CallError::Guest(message)) => message,
         other => panic!("the remember guest always fails on purpose: {other:?}"),
@@ -107,7 +106,7 @@ fn no_state_survives_from_one_call_to_the_next() {
 fn panicking_guest_traps_with_its_panic_message() {
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "trap");
-    match guest.call_v0_2_blocking(&request_v0_2("ns", "web", 1, &[])) {
+    match guest.call_blocking(&request("ns", "web", 1, &[])) {
         Err(CallError::Trap(message)) => assert!(
             message.contains("weir-test-trap: deliberate panic reconciling ns/web"),
             "the trap does not carry the panic message: {message}"
@@ -128,10 +127,10 @@ fn faults_fail_only_their_own_call_while_others_keep_being_served() {
     let looping = load(&runtime, "loop-forever");
     let allocating = load(&runtime, "alloc-forever");
 
-    let good = request_v0_2("ns", "web", 5, &[]);
-    let marked = request_v0_2("ns", "web", 5, &[("weir.test/trap", "true")]);
+    let good = request("ns", "web", 5, &[]);
+    let marked = request("ns", "web", 5, &[("weir.test/trap", "true")]);
     let expected = default
-        .call_v0_2_blocking(&good)
+        .call_blocking(&good)
         .expect("default guest serves");
     assert!(
         matches!(expected.endpoints, EndpointsDecision::Create(_)),
@@ -148,26 +147,26 @@ fn faults_fail_only_their_own_call_while_others_keep_being_served() {
                 // One slow fault per thread, alternating kinds, between good calls.
                 let slow_fault = if thread % 2 == 0 { looping } else { allocating };
                 for round in 0..3 {
-                    match on_label.call_v0_2_blocking(marked) {
+                    match on_label.call_blocking(marked) {
                         Err(CallError::Trap(m)) => {
                             assert!(m.contains("weir.test/trap=true"), "{m}")
                         }
                         other => panic!("thread {thread} round {round}: marked: {other:?}"),
                     }
                     assert_eq!(
-                        on_label.call_v0_2_blocking(good).as_ref(),
+                        on_label.call_blocking(good).as_ref(),
                         Ok(expected),
                         "thread {thread} round {round}: the same guest after its trap"
                     );
                     if round == 1 {
-                        let fault = slow_fault.call_v0_2_blocking(good).unwrap_err();
+                        let fault = slow_fault.call_blocking(good).unwrap_err();
                         assert!(
                             matches!(fault, CallError::Timeout(_) | CallError::OutOfMemory(_)),
                             "thread {thread}: {fault:?}"
                         );
                     }
                     assert_eq!(
-                        default.call_v0_2_blocking(good).as_ref(),
+                        default.call_blocking(good).as_ref(),
                         Ok(expected),
                         "thread {thread} round {round}: the default guest"
                     );
@@ -181,16 +180,16 @@ fn faults_fail_only_their_own_call_while_others_keep_being_served() {
 fn foundation_done_when_a_decision_for_another_service_is_refused_by_validation() {
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "wrong-name");
-    let request = request_v0_2("ns", "web", 3, &[]);
+    let request = request("ns", "web", 3, &[]);
     let decision = guest
-        .call_v0_2_blocking(&request)
+        .call_blocking(&request)
         .expect("the guest itself succeeds");
     match &decision.endpoints {
         EndpointsDecision::Create(e) => assert_eq!(e.name, "web-other"),
         other => panic!("expected a create, got {other:?}"),
     }
     // Checked as the controller checks the Endpoints part of a 0.2.0 decision.
-    let endpoints = endpoints_decision_to_v0_1(decision.endpoints);
+    let endpoints = decision.endpoints;
     let violation = validate("ns", "web", endpoints, None, 10_000).unwrap_err();
     assert!(
         violation
@@ -249,7 +248,7 @@ fn guests_see_no_environment_filesystem_or_clock() {
     assert!(std::env::var("CARGO_PKG_NAME").is_ok());
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "probe");
-    let report = match guest.call_v0_2_blocking(&request_v0_2("ns", "web", 1, &[])) {
+    let report = match guest.call_blocking(&request("ns", "web", 1, &[])) {
         Err(CallError::Guest(report)) => report,
         other => panic!("the probe reports through a guest error, got {other:?}"),
     };

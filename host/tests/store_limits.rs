@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use support::guests::workspace_root;
-use support::{request_v0_2, require_tool, scratch_dir};
+use support::{request, require_tool, scratch_dir};
 use weir::runtime::{CallError, Limits, LoadError, Runtime, World};
 
 /// The cap of these tests: 16 MiB for the whole store.
@@ -115,7 +115,7 @@ fn memories_each_under_the_cap_but_together_over_it_are_refused() {
     assert_eq!(one.world(), World::V0_2);
     assert!(
         matches!(
-            one.call_v0_2_blocking(&request_v0_2("ns", "web", 1, &[])),
+            one.call_blocking(&request("ns", "web", 1, &[])),
             Err(CallError::Trap(_))
         ),
         "the module's reconcile ends in `unreachable`"
@@ -140,7 +140,7 @@ fn growing_a_table_past_the_cap_is_out_of_memory() {
         .load(&component("big-table", 0, 1_100_000))
         .expect("loads: the table starts with one element");
     assert_eq!(
-        guest.call_v0_2_blocking(&request_v0_2("ns", "web", 1, &[])),
+        guest.call_blocking(&request("ns", "web", 1, &[])),
         Err(CallError::OutOfMemory(CAP))
     );
 }

@@ -6,9 +6,9 @@ mod support;
 
 use std::process::Command;
 
-use support::{request, request_v0_2, scratch_dir, test_guest, test_guest_bytes};
-use weir::runtime::bindings_v0_2::EndpointsDecision;
-use weir::runtime::{ActiveGuest, CallError, Limits, Runtime, World, convert};
+use support::{request, scratch_dir, test_guest, test_guest_bytes};
+use weir::model::EndpointsDecision;
+use weir::runtime::{ActiveGuest, CallError, Limits, Runtime, World};
 
 /// The ready and not-ready IPs a create or update writes, sorted.
 fn ips(decision: &EndpointsDecision) -> (Vec<String>, Vec<String>) {
@@ -45,24 +45,11 @@ fn both_worlds_load_and_agree_on_the_endpoints() {
     assert_eq!(v2.world(), World::V0_2);
 
     let req = request("ns", "svc", 3, &[]);
-    let req2 = request_v0_2("ns", "svc", 3, &[]);
-    let from_v1 = convert::decision_from_v0_1(v1.call_blocking(&req).expect("0.1.0 call"));
-    let from_v2 = convert::decision_from_v0_1(
-        v2.call_blocking(&req)
-            .expect("0.2.0 guest through the 0.1.0 API"),
-    );
-    assert_eq!(ips(&from_v1.endpoints), ips(&from_v2.endpoints));
-    assert_eq!(
-        ips(&from_v1.endpoints).0.len() + ips(&from_v1.endpoints).1.len(),
-        3
-    );
-
-    // Through the 0.2.0 API the 0.1.0 guest still decides the Endpoints, and no slices.
-    let d1 = v1
-        .call_v0_2_blocking(&req2)
-        .expect("0.1.0 guest through the 0.2.0 API");
-    let d2 = v2.call_v0_2_blocking(&req2).expect("0.2.0 call");
+    // The 0.1.0 guest decides the Endpoints of the same request, and no slices.
+    let d1 = v1.call_blocking(&req).expect("0.1.0 call");
+    let d2 = v2.call_blocking(&req).expect("0.2.0 call");
     assert_eq!(ips(&d1.endpoints), ips(&d2.endpoints));
+    assert_eq!(ips(&d1.endpoints).0.len() + ips(&d1.endpoints).1.len(), 3);
     assert!(d1.slices.create.is_empty());
     assert_eq!(d2.slices.create.len(), 1, "{:?}", d2.slices);
 }
@@ -91,12 +78,12 @@ fn swapping_between_worlds_keeps_serving() {
         .expect("0.1.0 guest");
     let v2 = runtime.default_guest().expect("default guest");
     let active = ActiveGuest::new(v2.clone());
-    let req = request_v0_2("ns", "svc", 2, &[]);
-    let before = active.current().call_v0_2_blocking(&req).expect("0.2.0");
+    let req = request("ns", "svc", 2, &[]);
+    let before = active.current().call_blocking(&req).expect("0.2.0");
     let old = active.swap(v1);
     assert_eq!(old.world(), World::V0_2);
     assert_eq!(active.current().world(), World::V0_1);
-    let after = active.current().call_v0_2_blocking(&req).expect("0.1.0");
+    let after = active.current().call_blocking(&req).expect("0.1.0");
     assert_eq!(ips(&after.endpoints), ips(&before.endpoints));
     active.swap(v2);
     assert_eq!(active.current().world(), World::V0_2);

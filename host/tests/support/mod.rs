@@ -7,8 +7,7 @@ use std::path::PathBuf;
 
 #[allow(unused_imports)] // each test binary uses its own subset
 pub use guests::{test_guest, test_guest_bytes};
-use weir::runtime::bindings as v1;
-use weir::runtime::bindings_v0_2 as wit;
+use weir::model as wit;
 
 /// Fails the test unless `program args` runs and exits 0. A test never skips for a missing
 /// tool: `make test` installs every tool the tests need first (`make tools`,
@@ -139,7 +138,7 @@ pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> wit::Pod {
 /// A 0.2.0 request for `namespace/name` whose Service carries `labels` and selects `pods`
 /// pods (every fifth not ready), with nothing stored yet and both outputs managed: the
 /// request the controller sends by default.
-pub fn request_v0_2(
+pub fn request(
     namespace: &str,
     name: &str,
     pods: usize,
@@ -163,9 +162,4 @@ pub fn request_v0_2(
             endpoint_slices: true,
         },
     }
-}
-
-/// [`request_v0_2`] as the 0.1.0 request of the same reconcile, for the 0.1.0 call API.
-pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]) -> v1::Request {
-    weir::runtime::convert::request_to_v0_1(&request_v0_2(namespace, name, pods, labels))
 }
