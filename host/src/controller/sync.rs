@@ -219,7 +219,8 @@ pub fn same_action(a: &Action, b: &Action) -> bool {
     a.name() == b.name()
         && match (a.endpoints(), b.endpoints()) {
             (Some(x), Some(y)) => {
-                crate::cases::comparable(x, true) == crate::cases::comparable(y, true)
+                crate::reconcile::canonical::endpoints(x, true)
+                    == crate::reconcile::canonical::endpoints(y, true)
             }
             _ => true,
         }
@@ -526,7 +527,7 @@ impl Syncer {
                 } else {
                     count("different");
                     let render = |a: &Action, p: &SlicePlan| {
-                        let mut v = serde_json::to_value(crate::cases::decision_json(a))
+                        let mut v = serde_json::to_value(crate::reconcile::canonical::decision(a))
                             .unwrap_or_default();
                         v["endpointSlices"] =
                             serde_json::json!(super::slice_sync::comparable_plan(p));
@@ -537,7 +538,7 @@ impl Syncer {
                         active = active.name(),
                         shadow = shadow.name(),
                         "shadow decision differs:\n{}",
-                        crate::cases::diff(&render(active, active_plan), &render(&shadow, &shadow_plan))
+                        crate::reconcile::canonical::diff(&render(active, active_plan), &render(&shadow, &shadow_plan))
                     );
                 }
             }
