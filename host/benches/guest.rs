@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use tokio::runtime::Runtime as Tokio;
+use weir::model as wit;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
-use weir::model as wit;
 use weir::runtime::{Guest, Limits, Runtime};
 use weir_policy::testing;
 use weir_policy::types as native;
@@ -386,9 +386,7 @@ fn main() {
         // SDK, wasmtime's bindgen in the host); their Debug forms print the same fields the
         // same way, so equal text is an equal decision.
         let want = format!("{:?}", native_call(case));
-        let got = rt
-            .block_on(guest.call(&case.wasm))
-            .expect("guest call");
+        let got = rt.block_on(guest.call(&case.wasm)).expect("guest call");
         assert_eq!(
             want,
             format!("{got:?}"),

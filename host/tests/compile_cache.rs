@@ -77,10 +77,7 @@ fn assert_serves(runtime: &Runtime) {
         .unwrap()
         .call_blocking(&request("ns", "web", 4, &[]));
     assert!(want.is_ok(), "{want:?}");
-    assert_eq!(
-        guest.call_blocking(&request("ns", "web", 4, &[])),
-        want
-    );
+    assert_eq!(guest.call_blocking(&request("ns", "web", 4, &[])), want);
 }
 
 #[test]

@@ -165,10 +165,7 @@ async fn no_call_outlives_its_deadline_whatever_wasi_it_blocks_in() {
             );
         }
         if name != "loop-forever" {
-            assert!(
-                guest.call(&plain).await.is_ok(),
-                "{name} serves the others"
-            );
+            assert!(guest.call(&plain).await.is_ok(), "{name} serves the others");
         }
     }
 }

@@ -7,8 +7,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::{request, test_guest_bytes};
-use weir::reconcile::validate::validate;
 use weir::model::EndpointsDecision;
+use weir::reconcile::validate::validate;
 use weir::runtime::{CallError, Guest, Limits, LoadError, Runtime};
 
 fn runtime(deadline: Duration, memory: usize) -> Runtime {
@@ -80,8 +80,7 @@ fn allocating_guest_is_stopped_at_the_memory_cap() {
 fn no_state_survives_from_one_call_to_the_next() {
     let runtime = runtime(Duration::from_secs(5), 64 << 20);
     let guest = load(&runtime, "remember");
-    let report = |guest: &Guest| match guest.call_blocking(&request("ns", "web", 2, &[]))
-    {
+    let report = |guest: &Guest| match guest.call_blocking(&request("ns", "web", 2, &[])) {
         Err(CallError::Guest(message)) => message,
         other => panic!("the remember guest always fails on purpose: {other:?}"),
     };
@@ -129,9 +128,7 @@ fn faults_fail_only_their_own_call_while_others_keep_being_served() {
 
     let good = request("ns", "web", 5, &[]);
     let marked = request("ns", "web", 5, &[("weir.test/trap", "true")]);
-    let expected = default
-        .call_blocking(&good)
-        .expect("default guest serves");
+    let expected = default.call_blocking(&good).expect("default guest serves");
     assert!(
         matches!(expected.endpoints, EndpointsDecision::Create(_)),
         "{expected:?}"

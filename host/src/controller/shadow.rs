@@ -21,9 +21,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::metrics::{Metrics, ResultLabel};
+use crate::model;
 use crate::reconcile::validate::Action;
 use crate::reconcile::validate_slices::SlicePlan;
-use crate::model;
 use crate::runtime::{CallError, Guest};
 
 /// Syncs that may wait for the shadow; beyond, comparisons are skipped.

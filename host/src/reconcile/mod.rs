@@ -8,7 +8,10 @@
 //! - [`validate`] checks a guest's Endpoints decision before anything is written, and
 //!   [`validate_slices`] checks its EndpointSlice changes and turns them into the objects to
 //!   send.
+//! - [`canonical`] is the comparable form of what a sync writes, in which the case runner and
+//!   the shadow comparison tell two decisions apart.
 
+pub mod canonical;
 pub mod request;
 pub mod trigger_time;
 pub mod validate;

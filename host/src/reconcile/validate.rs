@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use k8s_openapi::api::core::v1 as core;
 use weir_policy::ip::IpText;
 
-use crate::reconcile::view;
 use crate::model as wit;
+use crate::reconcile::view;
 
 /// What the controller does for a key once the decision passed validation.
 #[derive(Debug, Clone, PartialEq)]
@@ -345,13 +345,37 @@ mod tests {
     fn bounds_the_output_and_checks_create_versus_update() {
         let e = endpoints("10.0.0.1", 80);
         assert!(
-            validate("ns", "s", wit::EndpointsDecision::Create(e.clone()), None, 0)
-                .unwrap_err()
-                .0
-                .contains("over the limit")
+            validate(
+                "ns",
+                "s",
+                wit::EndpointsDecision::Create(e.clone()),
+                None,
+                0
+            )
+            .unwrap_err()
+            .0
+            .contains("over the limit")
         );
-        assert!(validate("ns", "s", wit::EndpointsDecision::Update(e.clone()), None, 10).is_err());
+        assert!(
+            validate(
+                "ns",
+                "s",
+                wit::EndpointsDecision::Update(e.clone()),
+                None,
+                10
+            )
+            .is_err()
+        );
         let stored = core::Endpoints::default();
-        assert!(validate("ns", "s", wit::EndpointsDecision::Create(e), Some(&stored), 10).is_err());
+        assert!(
+            validate(
+                "ns",
+                "s",
+                wit::EndpointsDecision::Create(e),
+                Some(&stored),
+                10
+            )
+            .is_err()
+        );
     }
 }

@@ -171,8 +171,7 @@ pub fn plan(
             .find(|s| s.metadata.name.as_deref() == Some(n))
     };
     // An endpoint naming a pod or address the request lacks is a contract breach.
-    let object = |s: crate::model::EndpointSlice,
-                  stored: Option<&EndpointSlice>| {
+    let object = |s: crate::model::EndpointSlice, stored: Option<&EndpointSlice>| {
         let name = if s.name.is_empty() {
             format!("{}*", s.generate_name)
         } else {
@@ -738,8 +737,8 @@ mod tests {
 
     #[test]
     fn refuses_an_endpoint_naming_a_pod_the_request_lacks() {
-        use crate::reconcile::view_slices::{RequestPods, slice as view};
         use crate::model as wit;
+        use crate::reconcile::view_slices::{RequestPods, slice as view};
         let decided = |at: wit::PodIp| {
             let new = slice(None, "foo", MANAGED_BY, &["10.0.0.1"]);
             let mut new = view(&new, "ns", &RequestPods::new(&[]));

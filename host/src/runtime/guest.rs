@@ -135,7 +135,11 @@ pub(super) fn blocking<F: std::future::Future<Output: Send> + Send>(future: F) -
 }
 
 /// Turns a wasmtime error into the reason the call failed.
-pub(super) fn describe(error: &wasmtime::Error, store: &Store<CallState>, limits: Limits) -> CallError {
+pub(super) fn describe(
+    error: &wasmtime::Error,
+    store: &Store<CallState>,
+    limits: Limits,
+) -> CallError {
     if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         return CallError::Timeout(limits.deadline);
     }

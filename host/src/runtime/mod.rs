@@ -17,11 +17,11 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Store, UpdateDeadline};
 
+use crate::model::{EndpointPolicy, EndpointPolicyPre};
 pub use active::{Active, ActiveGuest};
+use cache::CompileCache;
 pub use guest::Guest;
 use guest::{GuestInner, Pre, blocking, describe};
-use crate::model::{EndpointPolicy, EndpointPolicyPre};
-use cache::CompileCache;
 use sandbox::CallState;
 
 /// The WIT packages this host implements, newest first; a guest targets one of them.
@@ -528,4 +528,3 @@ fn check_world(engine: &Engine, component: &Component) -> Result<World, LoadErro
 pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
-

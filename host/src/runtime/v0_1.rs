@@ -40,9 +40,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
 }
 
 /// Pre-instantiates a 0.1.0 guest from the linker's template.
-pub(super) fn pre(
-    pre: wasmtime::component::InstancePre<CallState>,
-) -> wasmtime::Result<Pre> {
+pub(super) fn pre(pre: wasmtime::component::InstancePre<CallState>) -> wasmtime::Result<Pre> {
     v1::EndpointPolicyPre::new(pre)
 }
 

@@ -138,12 +138,7 @@ pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> wit::Pod {
 /// A 0.2.0 request for `namespace/name` whose Service carries `labels` and selects `pods`
 /// pods (every fifth not ready), with nothing stored yet and both outputs managed: the
 /// request the controller sends by default.
-pub fn request(
-    namespace: &str,
-    name: &str,
-    pods: usize,
-    labels: &[(&str, &str)],
-) -> wit::Request {
+pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]) -> wit::Request {
     wit::Request {
         namespace: namespace.into(),
         name: name.into(),

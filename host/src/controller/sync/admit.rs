@@ -9,9 +9,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::super::writer::EventRecorder;
 use super::slice_stats::{REFUSED, SliceStats};
+use crate::model;
 use crate::reconcile::validate::{Action, Violation, validate};
 use crate::reconcile::validate_slices::{SliceContext, SlicePlan, SliceViolation};
-use crate::model;
 
 /// The Service a decision is for.
 #[derive(Debug, Clone, Copy)]

@@ -31,11 +31,11 @@ use super::shadow::{Job, Shadow};
 use super::slice_tracker::SliceTracker;
 use super::writer::{EventRecorder, Writer};
 use crate::metrics::{Metrics, ResultLabel};
+use crate::model;
 use crate::reconcile::trigger_time::TriggerTimeTracker;
 use crate::reconcile::validate::Action;
 use crate::reconcile::validate_slices::SlicePlan;
 use crate::runtime::ActiveGuest;
-use crate::model;
 use crate::runtime::health::CallHealth;
 use admit::Target;
 use request::{Prepared, Reader};
@@ -104,9 +104,7 @@ impl Syncer {
         } else {
             Vec::new()
         };
-        let request = self
-            .reader()
-            .request(request, &stored_slices, slices_on);
+        let request = self.reader().request(request, &stored_slices, slices_on);
         let uid = request
             .service
             .as_ref()

@@ -12,11 +12,11 @@ use super::super::cache::Cache;
 use super::super::slice_tracker::SliceTracker;
 use super::stale::{StaleTracker, check_slices_fresh};
 use super::{SyncError, SyncOutcome};
+use crate::model::{self, Service};
 use crate::reconcile::request::{Selected, SliceInputs};
 use crate::reconcile::trigger_time::TriggerTimeTracker;
 use crate::reconcile::view;
 use crate::reconcile::view_slices::NodeZones;
-use crate::model::{self, Service};
 
 /// The start of a sync (see [`Reader::prepare`]).
 #[derive(Debug)]
