@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use tokio::runtime::Runtime as Tokio;
-use weir::model as wit;
+use weir::model;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
 use weir::runtime::{Guest, Limits, Runtime};
@@ -104,17 +104,17 @@ fn native_request(pods: usize) -> native::Request {
 // The SDK's and the host's bindings are generated from the same WIT file but are distinct
 // Rust types; these copy one into the other, field by field.
 
-fn kvs(list: &[native::KeyValue]) -> Vec<wit::KeyValue> {
+fn kvs(list: &[native::KeyValue]) -> Vec<model::KeyValue> {
     list.iter()
-        .map(|kv| wit::KeyValue {
+        .map(|kv| model::KeyValue {
             key: kv.key.clone(),
             value: kv.value.clone(),
         })
         .collect()
 }
 
-fn to_wit_service(s: &native::Service) -> wit::Service {
-    wit::Service {
+fn to_wit_service(s: &native::Service) -> model::Service {
+    model::Service {
         namespace: s.namespace.clone(),
         name: s.name.clone(),
         uid: s.uid.clone(),
@@ -129,13 +129,13 @@ fn to_wit_service(s: &native::Service) -> wit::Service {
         ports: s
             .ports
             .iter()
-            .map(|p| wit::ServicePort {
+            .map(|p| model::ServicePort {
                 name: p.name.clone(),
                 protocol: p.protocol.clone(),
                 port: p.port,
                 target_port: match &p.target_port {
-                    native::TargetPort::Number(n) => wit::TargetPort::Number(*n),
-                    native::TargetPort::Name(n) => wit::TargetPort::Name(n.clone()),
+                    native::TargetPort::Number(n) => model::TargetPort::Number(*n),
+                    native::TargetPort::Name(n) => model::TargetPort::Name(n.clone()),
                 },
                 app_protocol: p.app_protocol.clone(),
             })
@@ -146,8 +146,8 @@ fn to_wit_service(s: &native::Service) -> wit::Service {
     }
 }
 
-fn to_wit_pod(p: &native::Pod) -> wit::Pod {
-    wit::Pod {
+fn to_wit_pod(p: &native::Pod) -> model::Pod {
+    model::Pod {
         namespace: p.namespace.clone(),
         name: p.name.clone(),
         uid: p.uid.clone(),
@@ -162,7 +162,7 @@ fn to_wit_pod(p: &native::Pod) -> wit::Pod {
         conditions: p
             .conditions
             .iter()
-            .map(|c| wit::PodCondition {
+            .map(|c| model::PodCondition {
                 condition_type: c.condition_type.clone(),
                 status: c.status.clone(),
                 last_transition_time: c.last_transition_time.clone(),
@@ -174,7 +174,7 @@ fn to_wit_pod(p: &native::Pod) -> wit::Pod {
         container_ports: p
             .container_ports
             .iter()
-            .map(|c| wit::ContainerPort {
+            .map(|c| model::ContainerPort {
                 name: c.name.clone(),
                 port: c.port,
                 protocol: c.protocol.clone(),
@@ -183,14 +183,14 @@ fn to_wit_pod(p: &native::Pod) -> wit::Pod {
     }
 }
 
-fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
-    let addresses = |list: &[native::EndpointAddress]| -> Vec<wit::EndpointAddress> {
+fn to_wit_endpoints(e: &native::Endpoints) -> model::Endpoints {
+    let addresses = |list: &[native::EndpointAddress]| -> Vec<model::EndpointAddress> {
         list.iter()
-            .map(|a| wit::EndpointAddress {
+            .map(|a| model::EndpointAddress {
                 ip: a.ip.clone(),
                 hostname: a.hostname.clone(),
                 node_name: a.node_name.clone(),
-                target_ref: a.target_ref.as_ref().map(|r| wit::ObjectReference {
+                target_ref: a.target_ref.as_ref().map(|r| model::ObjectReference {
                     kind: r.kind.clone(),
                     namespace: r.namespace.clone(),
                     name: r.name.clone(),
@@ -201,7 +201,7 @@ fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
             })
             .collect()
     };
-    wit::Endpoints {
+    model::Endpoints {
         namespace: e.namespace.clone(),
         name: e.name.clone(),
         labels: kvs(&e.labels),
@@ -210,13 +210,13 @@ fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
         subsets: e
             .subsets
             .iter()
-            .map(|s| wit::EndpointSubset {
+            .map(|s| model::EndpointSubset {
                 addresses: addresses(&s.addresses),
                 not_ready_addresses: addresses(&s.not_ready_addresses),
                 ports: s
                     .ports
                     .iter()
-                    .map(|p| wit::EndpointPort {
+                    .map(|p| model::EndpointPort {
                         name: p.name.clone(),
                         port: p.port,
                         protocol: p.protocol.clone(),
@@ -229,12 +229,12 @@ fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
 }
 
 /// The native request as the host's request, field by field.
-fn to_wit_request(r: &native::Request) -> wit::Request {
+fn to_wit_request(r: &native::Request) -> model::Request {
     assert!(
         r.endpoint_slices.is_empty() && r.zone_capacities.is_none(),
         "the bench's requests carry no stored slices and no zone capacities"
     );
-    wit::Request {
+    model::Request {
         namespace: r.namespace.clone(),
         name: r.name.clone(),
         service: r.service.as_ref().map(to_wit_service),
@@ -245,7 +245,7 @@ fn to_wit_request(r: &native::Request) -> wit::Request {
         endpoint_slices: Vec::new(),
         max_endpoints_per_slice: r.max_endpoints_per_slice,
         zone_capacities: None,
-        manage: wit::Outputs {
+        manage: model::Outputs {
             endpoints: r.manage.endpoints,
             endpoint_slices: r.manage.endpoint_slices,
         },
@@ -256,7 +256,7 @@ fn to_wit_request(r: &native::Request) -> wit::Request {
 struct Case {
     pods: usize,
     native: native::Request,
-    wasm: wit::Request,
+    wasm: model::Request,
 }
 
 impl Case {
@@ -298,7 +298,7 @@ fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Dur
 
 /// The host's checks of a decision, as the controller's sync makes them for a Service with
 /// no stored Endpoints or slices.
-fn check(guest: &Guest, case: &Case, decision: wit::Decision) -> (Action, SlicePlan) {
+fn check(guest: &Guest, case: &Case, decision: model::Decision) -> (Action, SlicePlan) {
     let request = &case.wasm;
     let action = validate(
         &request.namespace,

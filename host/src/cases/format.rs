@@ -85,7 +85,7 @@ pub struct Expect {
     /// `none`, `create`, `update` or `delete`.
     #[serde(default)]
     pub action: Option<ExpectedAction>,
-    /// The Endpoints written (compared as sets, see [`compare`](super::compare::compare)).
+    /// The Endpoints written (compared as sets).
     #[serde(default)]
     pub endpoints: Option<core::Endpoints>,
     /// Address counts of the written Endpoints.

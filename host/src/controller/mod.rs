@@ -1,7 +1,7 @@
 //! The controller: informers fill the caches and enqueue Service keys; workers sync keys.
 //!
 //! A key's path: [`informer`] (watch, relist) → [`reflector`] (the caches) → [`triggers`]
-//! (which keys) → the queue → [`workers`] → [`sync`] (request, guest, admit, write) →
+//! (which keys) → the queue → `workers` → [`sync`] (request, guest, admit, write) →
 //! [`writer`].
 //!
 //! kube-runtime's `Controller` does not fit (see docs): it never reconciles a deleted object,
@@ -14,6 +14,8 @@ pub mod cache;
 pub mod consistency;
 mod handle;
 pub mod informer;
+mod key;
+mod outputs;
 pub mod packed;
 pub mod reflector;
 pub mod shadow;
@@ -47,6 +49,7 @@ use consistency::ResetGate;
 pub use handle::Handle;
 use informer::{ApiHealth, Watch, informer};
 pub use informer::{DEFAULT_PAGE_SIZE, InitialList};
+pub use outputs::Outputs;
 use reflector::{EndpointsObjects, Nodes, Pods, Services, Slices, reflect};
 use sync::{SliceStats, StaleTracker, Syncer};
 use workers::{recheck_after_resets, resync, sweep_leftovers, worker};
@@ -91,28 +94,6 @@ pub struct Config {
     pub gate: WriteGate,
     /// How informers list the current state: watch-list, or pages of a bounded size.
     pub initial_list: InitialList,
-}
-
-/// Which objects weir writes for each Service (`--manage`), from one guest decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outputs {
-    /// core/v1 Endpoints.
-    pub endpoints: bool,
-    /// discovery.k8s.io/v1 EndpointSlices.
-    pub endpoint_slices: bool,
-    /// Most endpoints weir puts in one slice (kube-controller-manager's
-    /// `--max-endpoints-per-slice`, 1..=1000).
-    pub max_endpoints_per_slice: usize,
-}
-
-impl Default for Outputs {
-    fn default() -> Self {
-        Outputs {
-            endpoints: true,
-            endpoint_slices: true,
-            max_endpoints_per_slice: 100,
-        }
-    }
 }
 
 impl Default for Config {
@@ -193,7 +174,7 @@ impl Controller {
             slice_stats: SliceStats::registered(&config.metrics),
             metrics: config.metrics.clone(),
         });
-        config.metrics.set_guest(&guest.current());
+        guest.current().report_active(&config.metrics);
         let handle = Handle {
             cache,
             queue: WorkQueue::with_metrics(config.rate_limiter, config.metrics.queue("endpoint")),

@@ -16,23 +16,9 @@ use kube::Resource;
 
 use super::cache::{CachedPod, key};
 use super::handle::Handle;
+use super::informer::Change;
 use super::slices::NodeView;
 use super::triggers::{node_enqueues, pod_enqueues, slice_enqueues};
-
-/// A change seen by an informer. Full objects are handled one at a time and never buffered,
-/// so a relist of 150k pods does not hold 150k decoded Pods.
-pub enum Change<K> {
-    /// An object was added or modified.
-    Apply(K),
-    /// An object was deleted.
-    Delete(K),
-    /// A relist starts: every object follows as a [`Change::RelistItem`].
-    RelistStart,
-    /// One object of a relist.
-    RelistItem(K),
-    /// The relist is complete.
-    RelistDone,
-}
 
 /// One kind's cache, as its informer's changes reach it.
 pub trait CacheSide<K> {

@@ -32,27 +32,24 @@ fn slice(generation: i64, labels: serde_json::Value) -> EndpointSlice {
     .unwrap()
 }
 
-/// Lets the queue's delay task run at the current (paused) instant.
-async fn settle() {
-    for _ in 0..20 {
-        tokio::task::yield_now().await;
-    }
-}
-
-/// Queues `enqueues` and reports how long until the key is ready: not before `delay`, at
-/// `delay`.
+/// Queues `enqueues` and checks that the key becomes ready exactly `delay` later: the paused
+/// clock jumps to the queue's next timer, so the time `get` waits is the delay itself.
 async fn assert_ready_after(enqueues: Vec<(String, Duration)>, delay: Duration) {
     let q = WorkQueue::<String>::default();
     assert_eq!(enqueues.len(), 1, "{enqueues:?}");
+    let started = Instant::now();
     for (k, d) in enqueues {
         q.add_after(k, d);
     }
-    tokio::time::sleep(delay - Duration::from_millis(1)).await;
-    settle().await;
-    assert_eq!(q.len(), 0, "not ready before {delay:?}");
-    tokio::time::sleep(Duration::from_millis(2)).await;
-    settle().await;
-    assert_eq!(q.len(), 1, "ready at {delay:?}");
+    let got = tokio::time::timeout(Duration::from_secs(3600), q.get())
+        .await
+        .expect("the key becomes ready");
+    assert!(got.is_some(), "the queue is not shut down");
+    let waited = started.elapsed();
+    assert!(
+        waited >= delay && waited <= delay + Duration::from_millis(1),
+        "ready after {waited:?}, not at {delay:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -297,11 +294,11 @@ async fn our_own_endpoints_write_coming_back_queues_nothing_but_an_edit_does() {
     let mut written: core::Endpoints =
         serde_json::from_value(server.store().get("endpoints", "ns", "foo").unwrap()).unwrap();
     let mut on_endpoints = super::reflector::reflect(super::reflector::EndpointsObjects(h.clone()));
-    on_endpoints(super::reflector::Change::Apply(written.clone()));
+    on_endpoints(super::informer::Change::Apply(written.clone()));
     assert_eq!(h.queue.len(), 0, "weir's own write coming back");
     // A hand edit: another resourceVersion.
     written.metadata.resource_version = Some("999999".into());
-    on_endpoints(super::reflector::Change::Apply(written));
+    on_endpoints(super::informer::Change::Apply(written));
     assert_eq!(
         h.queue.len(),
         1,
@@ -340,10 +337,10 @@ async fn a_stale_slice_sync_is_queued_again_as_soon_as_the_cache_catches_up() {
     // Someone else's slice of another Service catches nothing up.
     let mut other = slice(1, json!({LABEL_SERVICE_NAME: "bar"}));
     other.metadata.uid = Some("u-other".into());
-    on_slices(super::reflector::Change::Apply(other));
+    on_slices(super::informer::Change::Apply(other));
     assert_eq!(h.queue.len(), 0);
     // The create arrives: the Service is ready to sync again at once.
-    on_slices(super::reflector::Change::Apply(created[0].clone()));
+    on_slices(super::informer::Change::Apply(created[0].clone()));
     assert_eq!(h.queue.len(), 1, "queued without waiting for the backoff");
     assert_eq!(
         h.syncer.sync("ns/foo").await.unwrap(),

@@ -1,5 +1,5 @@
 //! Triggers: which Service keys a watch event queues, and after what delay (spec §2, plus
-//! weir's D3 and D10). Pure functions; [`super::reflector`] applies them.
+//! weir's D3 and D10). Pure functions; the reflector applies them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use super::cache::{Cache, CachedPod, Key, key};
 use super::slice_tracker::SliceTracker;
 use super::slices::{self, NodeView};
-use crate::model as wit;
+use crate::model;
 
 /// What changed between two versions of a pod, as far as Endpoints care (spec §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub fn pod_change(old: &CachedPod, new: &CachedPod) -> Option<PodChange> {
     })
 }
 
-fn selecting(services: &[Arc<wit::Service>], pod: &CachedPod) -> Vec<Key> {
+fn selecting(services: &[Arc<model::Service>], pod: &CachedPod) -> Vec<Key> {
     services
         .iter()
         .filter(|s| s.selector.as_ref().is_some_and(|sel| pod.selected_by(sel)))
@@ -54,7 +54,7 @@ fn selecting(services: &[Arc<wit::Service>], pod: &CachedPod) -> Vec<Key> {
 /// delete; `services` are the managed Services of the pod's namespace. Services without a
 /// selector select nothing.
 pub fn keys_for_pod(
-    services: &[Arc<wit::Service>],
+    services: &[Arc<model::Service>],
     old: Option<&CachedPod>,
     new: Option<&CachedPod>,
 ) -> Vec<Key> {
@@ -92,7 +92,7 @@ pub fn keys_for_pod(
 /// The Services a pod event concerns, each with its delay: the batch period, so that bursts
 /// coalesce (spec §2.6, §3.5; R1.14, R1.18).
 pub fn pod_enqueues(
-    services: &[Arc<wit::Service>],
+    services: &[Arc<model::Service>],
     batch: Duration,
     old: Option<&CachedPod>,
     new: Option<&CachedPod>,
@@ -159,7 +159,7 @@ pub(crate) mod tests {
     }
 
     /// A Service `ns/NAME` with this selector (`None`: no selector).
-    pub(crate) fn service(name: &str, selector: Option<serde_json::Value>) -> Arc<wit::Service> {
+    pub(crate) fn service(name: &str, selector: Option<serde_json::Value>) -> Arc<model::Service> {
         let mut spec = json!({});
         if let Some(s) = selector {
             spec["selector"] = s;
@@ -171,7 +171,7 @@ pub(crate) mod tests {
         Arc::new(crate::reconcile::view::service(&s, "ns"))
     }
 
-    fn services() -> Vec<Arc<wit::Service>> {
+    fn services() -> Vec<Arc<model::Service>> {
         vec![
             service("web", Some(json!({"app": "web"}))),
             service("db", Some(json!({"app": "db"}))),
@@ -246,7 +246,7 @@ pub(crate) mod tests {
         assert_eq!(keys, ["ns/all", "ns/web"], "and so does removing one");
     }
 
-    fn ab_services() -> Vec<Arc<wit::Service>> {
+    fn ab_services() -> Vec<Arc<model::Service>> {
         vec![
             service("a", Some(json!({"app": "a"}))),
             service("b", Some(json!({"app": "b"}))),

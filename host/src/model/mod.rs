@@ -5,8 +5,8 @@
 //! A guest of the older 0.1.0 contract is adapted at the runtime's edge
 //! (`runtime::v0_1`), the only place that knows those records.
 //!
-//! Kubernetes objects become these records in [`crate::reconcile::view`] and
-//! [`crate::reconcile::view_slices`]. Every record is documented in the WIT file.
+//! Kubernetes objects become these records in the reconcile module's views (`view`,
+//! `view_slices`). Every record is documented in the WIT file.
 
 mod wit;
 

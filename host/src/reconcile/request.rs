@@ -10,7 +10,7 @@
 use k8s_openapi::api::discovery::v1 as discovery;
 
 use super::view_slices::{NodeZones, RequestPods, slice};
-use crate::model as wit;
+use crate::model;
 
 /// What the callers choose differently: the Service, the pods it selects, the stored
 /// Endpoints, the trigger time and the configuration.
@@ -21,11 +21,11 @@ pub struct Selected {
     /// The Service's name.
     pub name: String,
     /// The Service; `None` when it is gone.
-    pub service: Option<wit::Service>,
+    pub service: Option<model::Service>,
     /// The pods its selector selects (none without a selector, or for ExternalName).
-    pub pods: Vec<wit::Pod>,
+    pub pods: Vec<model::Pod>,
     /// The stored Endpoints.
-    pub current: Option<wit::Endpoints>,
+    pub current: Option<model::Endpoints>,
     /// The last-change-trigger-time to write.
     pub trigger_time: Option<String>,
     /// The policy configuration.
@@ -42,14 +42,14 @@ pub struct SliceInputs<'a> {
     /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: u32,
     /// Allocatable CPU per zone, for topology-aware hints.
-    pub zone_capacities: Option<Vec<wit::ZoneCapacity>>,
+    pub zone_capacities: Option<Vec<model::ZoneCapacity>>,
     /// The outputs the host manages.
-    pub manage: wit::Outputs,
+    pub manage: model::Outputs,
 }
 
 /// The request: the `parts`, taken by value so that nothing is cloned, plus what only the
 /// slices need. Each pod learns whether its Node exists and the Node's zone (R2.10, R2.17).
-pub fn build(parts: Selected, inputs: SliceInputs<'_>) -> wit::Request {
+pub fn build(parts: Selected, inputs: SliceInputs<'_>) -> model::Request {
     let Selected {
         namespace,
         name,
@@ -59,7 +59,7 @@ pub fn build(parts: Selected, inputs: SliceInputs<'_>) -> wit::Request {
         trigger_time,
         config,
     } = parts;
-    let pods: Vec<wit::Pod> = pods
+    let pods: Vec<model::Pod> = pods
         .into_iter()
         .map(|mut view| {
             let known = match inputs.nodes {
@@ -72,7 +72,7 @@ pub fn build(parts: Selected, inputs: SliceInputs<'_>) -> wit::Request {
         })
         .collect();
     // Stored slices are the guest's to compare only when the host writes slices; the
-    // Endpoints-only request stays as small as 0.1.0's.
+    // Endpoints-only request carries none.
     let endpoint_slices = if inputs.manage.endpoint_slices && !inputs.slices.is_empty() {
         let by_name = RequestPods::new(&pods);
         inputs
@@ -83,7 +83,7 @@ pub fn build(parts: Selected, inputs: SliceInputs<'_>) -> wit::Request {
     } else {
         Vec::new()
     };
-    wit::Request {
+    model::Request {
         endpoint_slices,
         namespace,
         name,
@@ -102,7 +102,7 @@ pub fn build(parts: Selected, inputs: SliceInputs<'_>) -> wit::Request {
 mod tests {
     use super::*;
 
-    fn build_managing(endpoint_slices: bool, stored: &discovery::EndpointSlice) -> wit::Request {
+    fn build_managing(endpoint_slices: bool, stored: &discovery::EndpointSlice) -> model::Request {
         let parts = Selected {
             namespace: "ns".into(),
             name: "web".into(),
@@ -119,7 +119,7 @@ mod tests {
                 slices: vec![stored],
                 max_endpoints_per_slice: 100,
                 zone_capacities: None,
-                manage: wit::Outputs {
+                manage: model::Outputs {
                     endpoints: true,
                     endpoint_slices,
                 },

@@ -737,24 +737,24 @@ mod tests {
 
     #[test]
     fn refuses_an_endpoint_naming_a_pod_the_request_lacks() {
-        use crate::model as wit;
+        use crate::model;
         use crate::reconcile::view_slices::{RequestPods, slice as view};
-        let decided = |at: wit::PodIp| {
+        let decided = |at: model::PodIp| {
             let new = slice(None, "foo", MANAGED_BY, &["10.0.0.1"]);
             let mut new = view(&new, "ns", &RequestPods::new(&[]));
-            new.endpoints[0].source = wit::EndpointSource::Pod(at);
+            new.endpoints[0].source = model::EndpointSource::Pod(at);
             let stored = stored();
             let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
             plan(
                 &context(&stored, 100),
-                wit::SliceChanges {
+                model::SliceChanges {
                     create: vec![new],
                     update: Vec::new(),
                     delete: Vec::new(),
                 },
             )
         };
-        let refused = decided(wit::PodIp { pod: 0, ip: 0 }).unwrap_err();
+        let refused = decided(model::PodIp { pod: 0, ip: 0 }).unwrap_err();
         assert_eq!(refused.reason, Refusal::Invalid);
         assert_eq!(
             refused.message,

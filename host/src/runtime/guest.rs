@@ -56,6 +56,17 @@ impl Guest {
         self.inner.runtime.limits()
     }
 
+    /// Marks this guest as the active one in `metrics`.
+    pub fn report_active(&self, metrics: &crate::metrics::Metrics) {
+        let world = self.world();
+        let name = format!("{}/{}", world.package(), super::WORLD);
+        metrics.set_guest(&crate::metrics::GuestInfo {
+            digest: self.digest(),
+            world: &name,
+            renders_slices: world.has_slices(),
+        });
+    }
+
     /// The contract version the guest speaks.
     pub fn world(&self) -> World {
         match self.inner.pre {

@@ -1,7 +1,7 @@
 //! The shadow comparison: the shadow guest's decision admitted as the live one was, and
 //! compared with it in the canonical form ([`crate::reconcile::canonical`]). Writes nothing.
 
-use super::super::Outputs;
+use super::super::outputs::Outputs;
 use super::super::shadow::Job;
 use super::admit::{self, Target};
 use crate::metrics::{Metrics, ResultLabel};

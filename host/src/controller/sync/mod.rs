@@ -24,9 +24,9 @@ pub use error::{SyncError, SyncOutcome};
 pub use slice_stats::SliceStats;
 pub use stale::StaleTracker;
 
-use super::Outputs;
 use super::cache::Cache;
 use super::consistency::ResetGate;
+use super::outputs::Outputs;
 use super::shadow::{Job, Shadow};
 use super::slice_tracker::SliceTracker;
 use super::writer::{EventRecorder, Writer};

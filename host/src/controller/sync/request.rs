@@ -7,11 +7,11 @@ use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use prometheus_client::metrics::counter::Counter;
 
-use super::super::Outputs;
 use super::super::cache::Cache;
+use super::super::outputs::Outputs;
 use super::super::slice_tracker::SliceTracker;
+use super::error::{SyncError, SyncOutcome};
 use super::stale::{StaleTracker, check_slices_fresh};
-use super::{SyncError, SyncOutcome};
 use crate::model::{self, Service};
 use crate::reconcile::request::{Selected, SliceInputs};
 use crate::reconcile::trigger_time::TriggerTimeTracker;

@@ -10,7 +10,7 @@ use prometheus_client::metrics::counter::Counter;
 
 use super::super::cache::Cache;
 use super::super::slice_tracker::{SliceTracker, is_managed, service_key};
-use super::SyncError;
+use super::error::SyncError;
 
 /// Remembers, per key, the resourceVersion weir's own last update superseded (upstream's
 /// stale tracker) and the one its last write stored, until the Endpoints watch brings that
