@@ -8,7 +8,7 @@
 //! - `wasm/N`: the embedded default guest as the controller runs it: a fresh instance
 //!   (instantiate), `reconcile` (call: lowering the request, the policy, lifting the decision)
 //!   and the host's checks of both outputs with their conversion to the objects to write
-//!   (validate), on the same request converted to the host's 0.2.0 WIT types.
+//!   (validate), on the same request converted to the host's model.
 //!
 //! Criterion reports its estimates per benchmark; at the end a Markdown table gives the
 //! median of every phase over all timed calls and the wasm/native ratio. Before timing, the
@@ -32,11 +32,9 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use tokio::runtime::Runtime as Tokio;
+use weir::model;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
-use weir::runtime::bindings as wit;
-use weir::runtime::bindings_v0_2 as v2;
-use weir::runtime::convert;
 use weir::runtime::{Guest, Limits, Runtime};
 use weir_policy::testing;
 use weir_policy::types as native;
@@ -106,17 +104,17 @@ fn native_request(pods: usize) -> native::Request {
 // The SDK's and the host's bindings are generated from the same WIT file but are distinct
 // Rust types; these copy one into the other, field by field.
 
-fn kvs(list: &[native::KeyValue]) -> Vec<wit::KeyValue> {
+fn kvs(list: &[native::KeyValue]) -> Vec<model::KeyValue> {
     list.iter()
-        .map(|kv| wit::KeyValue {
+        .map(|kv| model::KeyValue {
             key: kv.key.clone(),
             value: kv.value.clone(),
         })
         .collect()
 }
 
-fn to_wit_service(s: &native::Service) -> wit::Service {
-    wit::Service {
+fn to_wit_service(s: &native::Service) -> model::Service {
+    model::Service {
         namespace: s.namespace.clone(),
         name: s.name.clone(),
         uid: s.uid.clone(),
@@ -131,23 +129,25 @@ fn to_wit_service(s: &native::Service) -> wit::Service {
         ports: s
             .ports
             .iter()
-            .map(|p| wit::ServicePort {
+            .map(|p| model::ServicePort {
                 name: p.name.clone(),
                 protocol: p.protocol.clone(),
                 port: p.port,
                 target_port: match &p.target_port {
-                    native::TargetPort::Number(n) => wit::TargetPort::Number(*n),
-                    native::TargetPort::Name(n) => wit::TargetPort::Name(n.clone()),
+                    native::TargetPort::Number(n) => model::TargetPort::Number(*n),
+                    native::TargetPort::Name(n) => model::TargetPort::Name(n.clone()),
                 },
                 app_protocol: p.app_protocol.clone(),
             })
             .collect(),
         publish_not_ready_addresses: s.publish_not_ready_addresses,
+        traffic_distribution: s.traffic_distribution.clone(),
+        deleting: s.deleting,
     }
 }
 
-fn to_wit_pod(p: &native::Pod) -> wit::Pod {
-    wit::Pod {
+fn to_wit_pod(p: &native::Pod) -> model::Pod {
+    model::Pod {
         namespace: p.namespace.clone(),
         name: p.name.clone(),
         uid: p.uid.clone(),
@@ -162,17 +162,19 @@ fn to_wit_pod(p: &native::Pod) -> wit::Pod {
         conditions: p
             .conditions
             .iter()
-            .map(|c| wit::PodCondition {
+            .map(|c| model::PodCondition {
                 condition_type: c.condition_type.clone(),
                 status: c.status.clone(),
                 last_transition_time: c.last_transition_time.clone(),
             })
             .collect(),
         terminating: p.terminating,
+        node_exists: p.node_exists,
+        zone: p.zone.clone(),
         container_ports: p
             .container_ports
             .iter()
-            .map(|c| wit::ContainerPort {
+            .map(|c| model::ContainerPort {
                 name: c.name.clone(),
                 port: c.port,
                 protocol: c.protocol.clone(),
@@ -181,14 +183,14 @@ fn to_wit_pod(p: &native::Pod) -> wit::Pod {
     }
 }
 
-fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
-    let addresses = |list: &[native::EndpointAddress]| -> Vec<wit::EndpointAddress> {
+fn to_wit_endpoints(e: &native::Endpoints) -> model::Endpoints {
+    let addresses = |list: &[native::EndpointAddress]| -> Vec<model::EndpointAddress> {
         list.iter()
-            .map(|a| wit::EndpointAddress {
+            .map(|a| model::EndpointAddress {
                 ip: a.ip.clone(),
                 hostname: a.hostname.clone(),
                 node_name: a.node_name.clone(),
-                target_ref: a.target_ref.as_ref().map(|r| wit::ObjectReference {
+                target_ref: a.target_ref.as_ref().map(|r| model::ObjectReference {
                     kind: r.kind.clone(),
                     namespace: r.namespace.clone(),
                     name: r.name.clone(),
@@ -199,7 +201,7 @@ fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
             })
             .collect()
     };
-    wit::Endpoints {
+    model::Endpoints {
         namespace: e.namespace.clone(),
         name: e.name.clone(),
         labels: kvs(&e.labels),
@@ -208,13 +210,13 @@ fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
         subsets: e
             .subsets
             .iter()
-            .map(|s| wit::EndpointSubset {
+            .map(|s| model::EndpointSubset {
                 addresses: addresses(&s.addresses),
                 not_ready_addresses: addresses(&s.not_ready_addresses),
                 ports: s
                     .ports
                     .iter()
-                    .map(|p| wit::EndpointPort {
+                    .map(|p| model::EndpointPort {
                         name: p.name.clone(),
                         port: p.port,
                         protocol: p.protocol.clone(),
@@ -226,8 +228,13 @@ fn to_wit_endpoints(e: &native::Endpoints) -> wit::Endpoints {
     }
 }
 
-fn to_wit_request(r: &native::Request) -> wit::Request {
-    wit::Request {
+/// The native request as the host's request, field by field.
+fn to_wit_request(r: &native::Request) -> model::Request {
+    assert!(
+        r.endpoint_slices.is_empty() && r.zone_capacities.is_none(),
+        "the bench's requests carry no stored slices and no zone capacities"
+    );
+    model::Request {
         namespace: r.namespace.clone(),
         name: r.name.clone(),
         service: r.service.as_ref().map(to_wit_service),
@@ -235,38 +242,21 @@ fn to_wit_request(r: &native::Request) -> wit::Request {
         current: r.current.as_ref().map(to_wit_endpoints),
         trigger_time: r.trigger_time.clone(),
         config: r.config.clone(),
+        endpoint_slices: Vec::new(),
+        max_endpoints_per_slice: r.max_endpoints_per_slice,
+        zone_capacities: None,
+        manage: model::Outputs {
+            endpoints: r.manage.endpoints,
+            endpoint_slices: r.manage.endpoint_slices,
+        },
     }
-}
-
-/// The native request as the host's 0.2.0 request: the 0.1.0 copy above, converted as the
-/// host converts, plus the fields only 0.2.0 has.
-fn to_v2_request(r: &native::Request) -> v2::Request {
-    assert!(
-        r.endpoint_slices.is_empty() && r.zone_capacities.is_none(),
-        "the bench's requests carry no stored slices and no zone capacities"
-    );
-    let mut request = convert::request_from_v0_1(&to_wit_request(r));
-    request.manage = v2::Outputs {
-        endpoints: r.manage.endpoints,
-        endpoint_slices: r.manage.endpoint_slices,
-    };
-    request.max_endpoints_per_slice = r.max_endpoints_per_slice;
-    if let (Some(view), Some(service)) = (request.service.as_mut(), r.service.as_ref()) {
-        view.traffic_distribution = service.traffic_distribution.clone();
-        view.deleting = service.deleting;
-    }
-    for (view, pod) in request.pods.iter_mut().zip(&r.pods) {
-        view.node_exists = pod.node_exists;
-        view.zone = pod.zone.clone();
-    }
-    request
 }
 
 /// One request in both forms.
 struct Case {
     pods: usize,
     native: native::Request,
-    wasm: v2::Request,
+    wasm: model::Request,
 }
 
 impl Case {
@@ -277,7 +267,7 @@ impl Case {
         if std::env::var("WEIR_BENCH_MANAGE").as_deref() == Ok("endpoints") {
             native.manage.endpoint_slices = false;
         }
-        let wasm = to_v2_request(&native);
+        let wasm = to_wit_request(&native);
         Case { pods, native, wasm }
     }
 }
@@ -298,7 +288,7 @@ fn native_call(case: &Case) -> native::Decision {
 /// One wasm call as the controller makes it: fresh instance, reconcile, validation of both
 /// outputs (the contract checks and the conversion to the objects to write).
 fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Duration) {
-    let (result, timing) = rt.block_on(guest.call_v0_2_timed(black_box(&case.wasm)));
+    let (result, timing) = rt.block_on(guest.call_timed(black_box(&case.wasm)));
     let decision = result.expect("guest call");
     let started = Instant::now();
     black_box(check(guest, case, decision));
@@ -308,12 +298,12 @@ fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Dur
 
 /// The host's checks of a decision, as the controller's sync makes them for a Service with
 /// no stored Endpoints or slices.
-fn check(guest: &Guest, case: &Case, decision: v2::Decision) -> (Action, SlicePlan) {
+fn check(guest: &Guest, case: &Case, decision: model::Decision) -> (Action, SlicePlan) {
     let request = &case.wasm;
     let action = validate(
         &request.namespace,
         &request.name,
-        convert::endpoints_decision_to_v0_1(decision.endpoints),
+        decision.endpoints,
         None,
         guest.limits().max_addresses,
     )
@@ -396,9 +386,7 @@ fn main() {
         // SDK, wasmtime's bindgen in the host); their Debug forms print the same fields the
         // same way, so equal text is an equal decision.
         let want = format!("{:?}", native_call(case));
-        let got = rt
-            .block_on(guest.call_v0_2(&case.wasm))
-            .expect("guest call");
+        let got = rt.block_on(guest.call(&case.wasm)).expect("guest call");
         assert_eq!(
             want,
             format!("{got:?}"),

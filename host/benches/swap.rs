@@ -86,7 +86,7 @@ fn pooling(limits: Limits) -> Config {
     config
 }
 
-fn per_call(name: &str, guest: &Guest, request: &weir::runtime::bindings::Request) {
+fn per_call(name: &str, guest: &Guest, request: &weir::model::Request) {
     for _ in 0..20 {
         guest.call_blocking(request).expect("warm-up call");
     }

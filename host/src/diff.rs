@@ -8,7 +8,8 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use serde::Serialize;
 
-use crate::cases::{Case, Outcome, comparable, comparable_slice};
+use crate::cases::{Case, Outcome};
+use crate::reconcile::canonical;
 use crate::reconcile::validate::Action;
 
 /// One endpoint and its conditions.
@@ -243,7 +244,7 @@ fn endpoints_changes(
     after: Option<&core::Endpoints>,
 ) -> EndpointChanges {
     let mut changes = EndpointChanges::between(&endpoints_of(before), &endpoints_of(after));
-    let form = |e: Option<&core::Endpoints>| e.map(|e| comparable(e, false));
+    let form = |e: Option<&core::Endpoints>| e.map(|e| canonical::endpoints(e, false));
     changes.other = changes.added.is_empty()
         && changes.removed.is_empty()
         && changes.changed.is_empty()
@@ -291,7 +292,7 @@ fn slices_changes(
         let mut forms: Vec<String> = slices
             .iter()
             .map(|s| {
-                comparable_slice(
+                canonical::slice(
                     &s.address_type,
                     s.ports.as_deref().unwrap_or_default(),
                     s.endpoints.as_deref().unwrap_or_default(),

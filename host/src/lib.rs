@@ -2,7 +2,10 @@
 //!
 //! A Kubernetes Endpoints controller whose reconcile logic is a WebAssembly component.
 //!
-//! - [`runtime`] runs guests (wasmtime): compile, check, instantiate per call, limits.
+//! - [`model`] is the host's vocabulary: the records of the 0.2.0 contract, which the caches
+//!   store, every request is built from and every decision is checked in.
+//! - [`runtime`] runs guests (wasmtime): compile, check, instantiate per call, limits; a 0.1.0
+//!   guest is adapted at its edge.
 //! - [`reconcile`] holds one sync's pure parts, shared by the controller and the case runner:
 //!   the WIT views of Kubernetes objects and the request, the trigger time, and the
 //!   validation of a guest's decision before anything is written.
@@ -29,6 +32,7 @@ pub mod diff;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
+pub mod model;
 pub mod queue;
 pub mod reconcile;
 pub mod redact;

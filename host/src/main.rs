@@ -7,9 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// jemalloc rather than glibc's malloc: a guest call lifts and builds thousands of small
-/// objects, and glibc's malloc and free were about half of the native policy's instructions.
-/// Measured in `docs/performance.md` (native policy 119 → 63 µs per 100-pod call, host
-/// validation 162 → 91 ns per address; mimalloc was as fast but held a third more memory).
+/// objects, and in profiles glibc's malloc and free were about half of the native policy's
+/// instructions (mimalloc was as fast but held more memory).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -41,7 +41,7 @@ pub struct WriteLabels {
 /// Label of a refusal.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
-    /// Why (see [`crate::swap::Refusal::reason`] and the slice path's refusals).
+    /// Why: a reason of the component that refused (a guest swap, a slice decision).
     pub reason: &'static str,
 }
 
@@ -131,6 +131,17 @@ impl Default for Metrics {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// What `weir_guest_info` and `weir_guest_renders_slices` say of the active guest.
+#[derive(Debug, Clone, Copy)]
+pub struct GuestInfo<'a> {
+    /// The SHA-256 of its bytes.
+    pub digest: &'a str,
+    /// The world it implements, `PACKAGE/WORLD`.
+    pub world: &'a str,
+    /// Whether it renders EndpointSlices.
+    pub renders_slices: bool,
 }
 
 impl Metrics {
@@ -305,11 +316,8 @@ impl Metrics {
             "1 when the active guest renders EndpointSlices (weir:endpoints@0.2.0), else 0",
             m.guest_renders_slices.clone(),
         );
-        // Every refusal reason and shadow result exists from the start at 0, so `increase()`
-        // sees the first one and dashboards find the series.
-        for reason in crate::swap::Refusal::REASONS {
-            let _ = m.guest_swap_refusals.get_or_create(&ReasonLabel { reason });
-        }
+        // Every shadow result exists from the start at 0, so `increase()` sees the first one
+        // and dashboards find the series; the swap declares its refusal reasons likewise.
         for result in ["same", "different", "failed", "skipped", "suspended"] {
             let _ = m.shadow.get_or_create(&ResultLabel { result });
         }
@@ -347,16 +355,16 @@ impl Metrics {
     /// Marks `guest` as the active guest in `weir_guest_info` (replacing the previous one) and
     /// in `weir_guest_renders_slices`. Called at start and at every swap or rollback, the only
     /// times the active guest changes.
-    pub fn set_guest(&self, guest: &crate::runtime::Guest) {
-        let world = guest.world();
+    pub fn set_guest(&self, guest: &GuestInfo<'_>) {
         self.guest_info.clear();
         self.guest_info
             .get_or_create(&GuestInfoLabels {
-                digest: guest.digest().into(),
-                world: format!("{}/{}", world.package(), crate::runtime::WORLD),
+                digest: guest.digest.into(),
+                world: guest.world.into(),
             })
             .set(1);
-        self.guest_renders_slices.set(i64::from(world.has_slices()));
+        self.guest_renders_slices
+            .set(i64::from(guest.renders_slices));
     }
 
     /// Sets `leader_election_master_status{name}`.
@@ -404,18 +412,6 @@ impl Metrics {
             .into_iter()
             .map(|r| Self::count(&self.guest_calls, r))
             .sum()
-    }
-
-    /// Swap refusals of any reason.
-    pub fn swap_refusals_total(&self) -> u64 {
-        let mut n = 0;
-        for reason in crate::swap::Refusal::REASONS {
-            n += self
-                .guest_swap_refusals
-                .get_or_create(&ReasonLabel { reason })
-                .get();
-        }
-        n
     }
 
     /// The registry in Prometheus' classic text format (version 0.0.4).

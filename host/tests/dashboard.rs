@@ -50,12 +50,13 @@ async fn exported() -> BTreeSet<String> {
     m.set_leader("weir", true);
     m.slice_change("create");
     m.slice_refusal("endpoint-count");
+    weir::swap::Refusal::declare(&m);
     let guest = weir::runtime::Runtime::new(weir::runtime::Limits::default())
         .unwrap()
         .load_async(weir::runtime::DEFAULT_GUEST.to_vec())
         .await
         .unwrap();
-    m.set_guest(&guest);
+    guest.report_active(&m);
     let text = m.encode_text().unwrap();
     let mut names = BTreeSet::new();
     for line in text.lines() {

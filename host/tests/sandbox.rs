@@ -1,13 +1,14 @@
 //! Containment: misbehaving guests fail only their own call, with the right error, within the
-//! limits, and the host (and the same guest) keeps serving.
+//! limits, and the host (and the same guest) keeps serving. Every call is the one the
+//! controller makes: a 0.2.0 request managing both outputs.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use support::{request, test_guest_bytes};
+use weir::model::EndpointsDecision;
 use weir::reconcile::validate::validate;
-use weir::runtime::bindings::Decision;
 use weir::runtime::{CallError, Guest, Limits, LoadError, Runtime};
 
 fn runtime(deadline: Duration, memory: usize) -> Runtime {
@@ -128,7 +129,11 @@ fn faults_fail_only_their_own_call_while_others_keep_being_served() {
     let good = request("ns", "web", 5, &[]);
     let marked = request("ns", "web", 5, &[("weir.test/trap", "true")]);
     let expected = default.call_blocking(&good).expect("default guest serves");
-    assert!(matches!(expected, Decision::Create(_)), "{expected:?}");
+    assert!(
+        matches!(expected.endpoints, EndpointsDecision::Create(_)),
+        "{expected:?}"
+    );
+    assert_eq!(expected.slices.create.len(), 1, "{expected:?}");
 
     std::thread::scope(|scope| {
         for thread in 0..4 {
@@ -176,11 +181,13 @@ fn foundation_done_when_a_decision_for_another_service_is_refused_by_validation(
     let decision = guest
         .call_blocking(&request)
         .expect("the guest itself succeeds");
-    match &decision {
-        Decision::Create(e) => assert_eq!(e.name, "web-other"),
+    match &decision.endpoints {
+        EndpointsDecision::Create(e) => assert_eq!(e.name, "web-other"),
         other => panic!("expected a create, got {other:?}"),
     }
-    let violation = validate("ns", "web", decision, None, 10_000).unwrap_err();
+    // Checked as the controller checks the Endpoints part of a 0.2.0 decision.
+    let endpoints = decision.endpoints;
+    let violation = validate("ns", "web", endpoints, None, 10_000).unwrap_err();
     assert!(
         violation
             .to_string()

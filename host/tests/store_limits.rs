@@ -3,8 +3,9 @@
 //! cap during a call fails with `OutOfMemory`.
 //!
 //! Rust guests have one memory and cannot grow a table, so these components are written here
-//! in WAT and made components of the `weir:endpoints@0.1.0` world with the wasm-tools CLI
-//! (which `make tools` installs; without it the tests fail).
+//! in WAT and made components of the `weir:endpoints@0.2.0` world with the wasm-tools CLI
+//! (which `make tools` installs; without it the tests fail), and called as the controller calls
+//! a guest.
 
 mod support;
 
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use support::guests::workspace_root;
 use support::{request, require_tool, scratch_dir};
-use weir::runtime::{CallError, Limits, LoadError, Runtime};
+use weir::runtime::{CallError, Limits, LoadError, Runtime, World};
 
 /// The cap of these tests: 16 MiB for the whole store.
 const CAP: usize = 16 << 20;
@@ -37,7 +38,8 @@ fn run(dir: &Path, args: &[&str]) {
 
 /// A component whose core module exports a 1-page memory plus `extra` memories of 10 MiB,
 /// has one small funcref table, and whose `reconcile` grows that table by `grow` elements and
-/// then traps (`unreachable`).
+/// then traps (`unreachable`). Its `validate-config` accepts anything: the result is returned
+/// through memory, and address 0 holds the zero of `ok`.
 fn component(name: &str, extra: usize, grow: u32) -> Vec<u8> {
     let dir = scratch_dir(&format!("store-limits-{name}"));
     let memories = format!("(memory {TEN_MIB_PAGES})\n").repeat(extra);
@@ -52,6 +54,8 @@ fn component(name: &str, extra: usize, grow: u32) -> Vec<u8> {
     table.grow 0
     drop
     unreachable)
+  (func (export "validate-config") (param i32 i32) (result i32)
+    i32.const 0)
   ;; A bump allocator, so the host can lower the request before `reconcile` runs.
   (global $next (mut i32) (i32.const 1024))
   (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
@@ -69,7 +73,7 @@ fn component(name: &str, extra: usize, grow: u32) -> Vec<u8> {
     local.get $at))"#
     );
     std::fs::write(dir.join("module.wat"), wat).unwrap();
-    let wit = workspace_root().join("wit/v0.1");
+    let wit = workspace_root().join("wit/v0.2");
     run(&dir, &["parse", "module.wat", "-o", "module.wasm"]);
     run(
         &dir,
@@ -108,6 +112,7 @@ fn memories_each_under_the_cap_but_together_over_it_are_refused() {
     let one = runtime
         .load(&component("one-memory", 1, 0))
         .expect("one 10 MiB memory fits the 16 MiB cap");
+    assert_eq!(one.world(), World::V0_2);
     assert!(
         matches!(
             one.call_blocking(&request("ns", "web", 1, &[])),

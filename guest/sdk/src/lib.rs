@@ -161,9 +161,13 @@ macro_rules! export_policy {
 /// `#[global_allocator]` must not use it. It does nothing outside `wasm32`, so native tests
 /// keep the system allocator.
 ///
-/// ```ignore
+/// ```
+/// # #[derive(Default, serde::Deserialize)]
+/// # struct DrainAnnotation {}
+/// # impl weir_policy::Policy for DrainAnnotation {}
 /// weir_policy::export_policy!(DrainAnnotation);
 /// weir_policy::arena_allocator!();
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! arena_allocator {

@@ -13,16 +13,10 @@ use k8s_openapi::api::core::v1 as core;
 
 use super::packed::Packed;
 use super::slim_pod::{SlimPod, Text};
-use crate::runtime::bindings as wit;
+use crate::model;
 use crate::selector::{LabelSelector, labels_match};
 
-/// `namespace/name`.
-pub type Key = String;
-
-/// The key of an object.
-pub fn key(namespace: &str, name: &str) -> Key {
-    format!("{namespace}/{name}")
-}
+pub use super::key::{Key, key};
 
 /// A cached pod: its compact view (see [`SlimPod`]) with the resourceVersion that tells a
 /// resync from a change. Cloning shares it.
@@ -47,7 +41,7 @@ impl CachedPod {
     }
 
     /// Whether a Service selector (a plain map) selects this pod.
-    pub fn selected_by(&self, selector: &[wit::KeyValue]) -> bool {
+    pub fn selected_by(&self, selector: &[model::KeyValue]) -> bool {
         selector
             .iter()
             .all(|s| self.label(&s.key) == Some(s.value.as_str()))
@@ -96,7 +90,7 @@ impl NamespacePods {
     }
 
     /// Pods matching `selector`, starting from the smallest posting list of its pairs.
-    fn select(&self, selector: &[wit::KeyValue]) -> Vec<wit::Pod> {
+    fn select(&self, selector: &[model::KeyValue]) -> Vec<model::Pod> {
         if selector.is_empty() {
             return self.pods.values().map(|p| p.view()).collect();
         }
@@ -123,13 +117,9 @@ impl NamespacePods {
 #[derive(Debug, Clone)]
 pub struct CachedService {
     /// What guests see.
-    pub view: Arc<wit::Service>,
+    pub view: Arc<model::Service>,
     /// `metadata.resourceVersion`.
     pub resource_version: String,
-    /// `spec.trafficDistribution`, which only the slice path reads.
-    pub traffic_distribution: Option<String>,
-    /// Whether `metadata.deletionTimestamp` is set (no slice creates then, R4.22a).
-    pub deleting: bool,
 }
 
 /// A cached Endpoints object, packed (see [`Packed`]), with what the informer and the
@@ -194,11 +184,6 @@ impl Cache {
             let cached = CachedService {
                 view: Arc::new(crate::reconcile::view::service(svc, &namespace)),
                 resource_version: svc.metadata.resource_version.clone().unwrap_or_default(),
-                traffic_distribution: svc
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.traffic_distribution.clone()),
-                deleting: svc.metadata.deletion_timestamp.is_some(),
             };
             write(&self.services)
                 .entry(namespace)
@@ -285,7 +270,7 @@ impl Cache {
     }
 
     /// Every managed Service of a namespace.
-    pub fn services_in(&self, namespace: &str) -> Vec<Arc<wit::Service>> {
+    pub fn services_in(&self, namespace: &str) -> Vec<Arc<model::Service>> {
         read(&self.services)
             .get(namespace)
             .map(|ns| ns.values().map(|s| s.view.clone()).collect())
@@ -337,7 +322,7 @@ impl Cache {
     }
 
     /// The guest's views of the pods of `namespace` that a Service selector selects.
-    pub fn select_pods(&self, namespace: &str, selector: &[wit::KeyValue]) -> Vec<wit::Pod> {
+    pub fn select_pods(&self, namespace: &str, selector: &[model::KeyValue]) -> Vec<model::Pod> {
         read(&self.pods)
             .get(namespace)
             .map(|ns| ns.select(selector))
@@ -407,7 +392,7 @@ impl Cache {
 }
 
 /// A Service selector as a sorted map, for matching raw label maps.
-pub fn selector_map(selector: &[wit::KeyValue]) -> BTreeMap<String, String> {
+pub fn selector_map(selector: &[model::KeyValue]) -> BTreeMap<String, String> {
     selector
         .iter()
         .map(|kv| (kv.key.clone(), kv.value.clone()))
@@ -426,10 +411,10 @@ mod tests {
         CachedPod::from_pod(&p)
     }
 
-    fn sel(pairs: &[(&str, &str)]) -> Vec<wit::KeyValue> {
+    fn sel(pairs: &[(&str, &str)]) -> Vec<model::KeyValue> {
         pairs
             .iter()
-            .map(|(k, v)| wit::KeyValue {
+            .map(|(k, v)| model::KeyValue {
                 key: k.to_string(),
                 value: v.to_string(),
             })
@@ -442,7 +427,7 @@ mod tests {
         cache.apply_pod(pod("a", json!({"app": "web", "tier": "1"})));
         cache.apply_pod(pod("b", json!({"app": "web"})));
         cache.apply_pod(pod("c", json!({"app": "db"})));
-        let names = |v: Vec<wit::Pod>| {
+        let names = |v: Vec<model::Pod>| {
             let mut n: Vec<_> = v.iter().map(|p| p.name.clone()).collect();
             n.sort();
             n

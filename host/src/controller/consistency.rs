@@ -309,19 +309,15 @@ mod tests {
 
     #[tokio::test]
     async fn opened_waits_for_the_last_list() {
-        let gate = std::sync::Arc::new(ResetGate::default());
+        let gate = ResetGate::default();
         gate.register("pods");
-        let waiter = tokio::spawn({
-            let gate = gate.clone();
-            async move { gate.opened().await }
-        });
-        tokio::task::yield_now().await;
-        assert!(!waiter.is_finished());
+        let mut opened = std::pin::pin!(gate.opened());
+        // Polled in place: pending while a list is owed, ready once it came.
+        assert!(futures::poll!(opened.as_mut()).is_pending());
         gate.listed("pods", gate.epoch());
-        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+        tokio::time::timeout(std::time::Duration::from_secs(5), opened)
             .await
-            .expect("opened() returns once the gate opens")
-            .unwrap();
+            .expect("opened() returns once the gate opens");
     }
 
     #[test]

@@ -25,8 +25,22 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 
-use super::Change;
 use super::consistency::{ResetCause, ResetGate, Seen};
+
+/// A change seen by an informer. Full objects are handled one at a time and never buffered,
+/// so a relist of 150k pods does not hold 150k decoded Pods.
+pub enum Change<K> {
+    /// An object was added or modified.
+    Apply(K),
+    /// An object was deleted.
+    Delete(K),
+    /// A relist starts: every object follows as a [`Change::RelistItem`].
+    RelistStart,
+    /// One object of a relist.
+    RelistItem(K),
+    /// The relist is complete.
+    RelistDone,
+}
 
 /// What weir knows about its connection to the API server.
 #[derive(Debug)]

@@ -4,7 +4,7 @@
 //! decoded EndpointSlice of 15 endpoints holds about 14 KB of heap, its JSON about 4 KB. The
 //! caches of the objects weir writes (Endpoints, EndpointSlices) are read only when a sync of
 //! their Service needs them, a few objects at a time, so they keep the text and pay a decode
-//! of a few microseconds per read instead (docs/performance.md, "Watch path and memory").
+//! of a few microseconds per read instead (docs/performance.md, "Controller convergence and memory").
 
 use std::marker::PhantomData;
 

@@ -21,9 +21,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::metrics::{Metrics, ResultLabel};
+use crate::model;
 use crate::reconcile::validate::Action;
 use crate::reconcile::validate_slices::SlicePlan;
-use crate::runtime::bindings_v0_2 as v2;
 use crate::runtime::{CallError, Guest};
 
 /// Syncs that may wait for the shadow; beyond, comparisons are skipped.
@@ -114,7 +114,7 @@ pub struct Job {
     /// The Service's UID ("" when none).
     pub uid: String,
     /// The live guest's request (its configuration is replaced by the shadow's own, if any).
-    pub request: v2::Request,
+    pub request: model::Request,
     /// What the live decision does to the Endpoints.
     pub action: Action,
     /// What the live decision does to the EndpointSlices.
@@ -184,7 +184,7 @@ impl Shadow {
     pub async fn run(
         self: Arc<Self>,
         mut jobs: mpsc::Receiver<Job>,
-        compare: impl Fn(Job, Result<v2::Decision, CallError>),
+        compare: impl Fn(Job, Result<model::Decision, CallError>),
     ) {
         while let Some(mut job) = jobs.recv().await {
             // Suspended while it waited in the queue.
@@ -195,7 +195,7 @@ impl Shadow {
             if let Some(config) = &self.config {
                 job.request.config = config.clone();
             }
-            let decision = self.guest.call_v0_2(&job.request).await;
+            let decision = self.guest.call(&job.request).await;
             self.settle(matches!(decision, Err(CallError::Timeout(_))));
             compare(job, decision);
         }

@@ -8,12 +8,11 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use super::cache::Key;
 use super::packed::Packed;
 use super::slice_tracker::{
     LABEL_MANAGED_BY, LABEL_SERVICE_NAME, SliceTracker, is_managed, label, service_key,
 };
-use crate::runtime::bindings as wit;
+use crate::model;
 
 use weir_policy::well_known::{
     TOPOLOGY_AWARE_HINTS_ANNOTATION as TOPOLOGY_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION,
@@ -40,17 +39,17 @@ pub struct SliceCache {
 struct CachedSlice {
     packed: Packed<EndpointSlice>,
     /// The Service key it is indexed under.
-    service: Option<Key>,
+    service: Option<String>,
 }
 
 #[derive(Debug, Default)]
 struct SliceIndex {
-    slices: HashMap<Key, CachedSlice>,
-    by_service: HashMap<Key, HashSet<Key>>,
+    slices: HashMap<String, CachedSlice>,
+    by_service: HashMap<String, HashSet<String>>,
 }
 
-fn object_key(slice: &EndpointSlice) -> Key {
-    super::cache::key(
+fn object_key(slice: &EndpointSlice) -> String {
+    super::key::key(
         slice.metadata.namespace.as_deref().unwrap_or(""),
         slice.metadata.name.as_deref().unwrap_or(""),
     )
@@ -58,7 +57,7 @@ fn object_key(slice: &EndpointSlice) -> Key {
 
 impl SliceIndex {
     /// Removes `k` from the index and returns what was cached.
-    fn remove(&mut self, k: &Key) -> Option<Arc<EndpointSlice>> {
+    fn remove(&mut self, k: &String) -> Option<Arc<EndpointSlice>> {
         let old = self.slices.remove(k)?;
         if let Some(service) = &old.service
             && let Some(names) = self.by_service.get_mut(service)
@@ -96,7 +95,7 @@ impl SliceCache {
 
     /// Forgets a deleted slice, returning what was cached.
     pub fn delete(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
-        write(&self.inner).remove(&super::cache::key(namespace, name))
+        write(&self.inner).remove(&super::key::key(namespace, name))
     }
 
     /// Every cached slice labelled for the Service `key`, whoever manages it.
@@ -115,7 +114,7 @@ impl SliceCache {
     }
 
     /// `namespace/name` of every cached slice (for relists).
-    pub fn keys(&self) -> Vec<Key> {
+    pub fn keys(&self) -> Vec<String> {
         read(&self.inner).slices.keys().cloned().collect()
     }
 
@@ -230,7 +229,7 @@ pub fn keys_for_slice(
     tracker: &SliceTracker,
     old: Option<&EndpointSlice>,
     new: Option<&EndpointSlice>,
-) -> Vec<Key> {
+) -> Vec<String> {
     match (old, new) {
         (None, None) => Vec::new(),
         (None, Some(slice)) => {
@@ -273,7 +272,7 @@ pub fn keys_for_slice(
 }
 
 /// Whether a Service asks for topology-aware hints (the annotation, not trafficDistribution).
-pub fn wants_topology_hints(service: &wit::Service) -> bool {
+pub fn wants_topology_hints(service: &model::Service) -> bool {
     let get = |key: &str| {
         service
             .annotations
@@ -376,14 +375,14 @@ mod tests {
 
     #[test]
     fn topology_annotation_precedence() {
-        let svc = |pairs: &[(&str, &str)]| wit::Service {
+        let svc = |pairs: &[(&str, &str)]| model::Service {
             namespace: "ns".into(),
             name: "s".into(),
             uid: String::new(),
             labels: vec![],
             annotations: pairs
                 .iter()
-                .map(|(k, v)| wit::KeyValue {
+                .map(|(k, v)| model::KeyValue {
                     key: k.to_string(),
                     value: v.to_string(),
                 })
@@ -396,6 +395,8 @@ mod tests {
             ip_families: vec![],
             ports: vec![],
             publish_not_ready_addresses: false,
+            traffic_distribution: None,
+            deleting: false,
         };
         assert!(wants_topology_hints(&svc(&[(
             TOPOLOGY_MODE_ANNOTATION,

@@ -4,7 +4,7 @@
 //! almost everything but their name, uid and IPs: namespace, label and annotation sets, node
 //! names, phase, conditions, named container ports. [`SlimPod`] keeps each such value once per
 //! process (an `Arc` handed out by a pool) and only the pod's own strings per pod, about a
-//! third of the WIT view's heap (docs/performance.md, "Watch path and memory"). The WIT view a
+//! third of the WIT view's heap (docs/performance.md, "Controller convergence and memory"). The WIT view a
 //! guest gets is rebuilt from it for each sync ([`SlimPod::view`]); the projection itself stays
 //! in `reconcile::view::pod`, so the two cannot disagree.
 //!
@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::hash::Hash;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use crate::runtime::bindings as wit;
+use crate::model;
 
 /// Shared text.
 pub type Text = Arc<str>;
@@ -93,7 +93,7 @@ impl Pools {
         self.text.get(s, || Arc::from(s))
     }
 
-    fn pairs(&mut self, kvs: &[wit::KeyValue]) -> Arc<[(Text, Text)]> {
+    fn pairs(&mut self, kvs: &[model::KeyValue]) -> Arc<[(Text, Text)]> {
         let pairs: Vec<(Text, Text)> = kvs
             .iter()
             .map(|kv| (self.text(&kv.key), self.text(&kv.value)))
@@ -123,10 +123,10 @@ pub struct SlimPod {
     resource_version: Box<str>,
 }
 
-fn texts(pairs: &[(Text, Text)]) -> Vec<wit::KeyValue> {
+fn texts(pairs: &[(Text, Text)]) -> Vec<model::KeyValue> {
     pairs
         .iter()
-        .map(|(k, v)| wit::KeyValue {
+        .map(|(k, v)| model::KeyValue {
             key: k.to_string(),
             value: v.to_string(),
         })
@@ -135,7 +135,7 @@ fn texts(pairs: &[(Text, Text)]) -> Vec<wit::KeyValue> {
 
 impl SlimPod {
     /// Compacts a Pod view; `resource_version` is the pod's `metadata.resourceVersion`.
-    pub fn new(view: wit::Pod, resource_version: &str) -> Self {
+    pub fn new(view: model::Pod, resource_version: &str) -> Self {
         let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
         let conditions: Vec<Condition> = view
             .conditions
@@ -183,8 +183,8 @@ impl SlimPod {
     }
 
     /// The guest's view of the pod, as `reconcile::view::pod` made it.
-    pub fn view(&self) -> wit::Pod {
-        wit::Pod {
+    pub fn view(&self) -> model::Pod {
+        model::Pod {
             namespace: self.namespace.to_string(),
             name: self.name.to_string(),
             uid: self.uid.to_string(),
@@ -199,17 +199,19 @@ impl SlimPod {
             conditions: self
                 .conditions
                 .iter()
-                .map(|c| wit::PodCondition {
+                .map(|c| model::PodCondition {
                     condition_type: c.kind.to_string(),
                     status: c.status.to_string(),
                     last_transition_time: c.since.as_deref().map(str::to_string),
                 })
                 .collect(),
             terminating: self.terminating,
+            node_exists: false,
+            zone: None,
             container_ports: self
                 .container_ports
                 .iter()
-                .map(|p| wit::ContainerPort {
+                .map(|p| model::ContainerPort {
                     name: p.name.to_string(),
                     port: p.port,
                     protocol: p.protocol.to_string(),

@@ -12,10 +12,11 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::events::tests::{pod, service};
+use super::Cache;
 use super::slice_tracker::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY, SliceTracker};
 use super::slices::NodeView;
-use super::{Cache, node_enqueues, pod_enqueues, slice_enqueues};
+use super::triggers::tests::{pod, service};
+use super::triggers::{node_enqueues, pod_enqueues, slice_enqueues};
 use crate::queue::WorkQueue;
 
 fn slice(generation: i64, labels: serde_json::Value) -> EndpointSlice {
@@ -31,27 +32,24 @@ fn slice(generation: i64, labels: serde_json::Value) -> EndpointSlice {
     .unwrap()
 }
 
-/// Lets the queue's delay task run at the current (paused) instant.
-async fn settle() {
-    for _ in 0..20 {
-        tokio::task::yield_now().await;
-    }
-}
-
-/// Queues `enqueues` and reports how long until the key is ready: not before `delay`, at
-/// `delay`.
+/// Queues `enqueues` and checks that the key becomes ready exactly `delay` later: the paused
+/// clock jumps to the queue's next timer, so the time `get` waits is the delay itself.
 async fn assert_ready_after(enqueues: Vec<(String, Duration)>, delay: Duration) {
     let q = WorkQueue::<String>::default();
     assert_eq!(enqueues.len(), 1, "{enqueues:?}");
+    let started = Instant::now();
     for (k, d) in enqueues {
         q.add_after(k, d);
     }
-    tokio::time::sleep(delay - Duration::from_millis(1)).await;
-    settle().await;
-    assert_eq!(q.len(), 0, "not ready before {delay:?}");
-    tokio::time::sleep(Duration::from_millis(2)).await;
-    settle().await;
-    assert_eq!(q.len(), 1, "ready at {delay:?}");
+    let got = tokio::time::timeout(Duration::from_secs(3600), q.get())
+        .await
+        .expect("the key becomes ready");
+    assert!(got.is_some(), "the queue is not shut down");
+    let waited = started.elapsed();
+    assert!(
+        waited >= delay && waited <= delay + Duration::from_millis(1),
+        "ready after {waited:?}, not at {delay:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -292,15 +290,15 @@ async fn handle_with_one_service_through(
 async fn our_own_endpoints_write_coming_back_queues_nothing_but_an_edit_does() {
     let (server, _client, h) = handle_with_one_service().await;
     let outcome = h.syncer.sync("ns/foo").await.unwrap();
-    assert_eq!(outcome, super::sync::Outcome::Written("create"));
+    assert_eq!(outcome, super::sync::SyncOutcome::Written("create"));
     let mut written: core::Endpoints =
         serde_json::from_value(server.store().get("endpoints", "ns", "foo").unwrap()).unwrap();
-    let mut on_endpoints = super::endpoints_handler(h.clone());
-    on_endpoints(super::Change::Apply(written.clone()));
+    let mut on_endpoints = super::reflector::reflect(super::reflector::EndpointsObjects(h.clone()));
+    on_endpoints(super::informer::Change::Apply(written.clone()));
     assert_eq!(h.queue.len(), 0, "weir's own write coming back");
     // A hand edit: another resourceVersion.
     written.metadata.resource_version = Some("999999".into());
-    on_endpoints(super::Change::Apply(written));
+    on_endpoints(super::informer::Change::Apply(written));
     assert_eq!(
         h.queue.len(),
         1,
@@ -332,18 +330,21 @@ async fn a_stale_slice_sync_is_queued_again_as_soon_as_the_cache_catches_up() {
         matches!(&error, super::sync::SyncError::StaleSlices(k) if k == "ns/foo"),
         "{error}"
     );
-    let mut on_slices = super::slices_handler(h.clone(), Duration::ZERO);
+    let mut on_slices = super::reflector::reflect(super::reflector::Slices {
+        handle: h.clone(),
+        batch: Duration::ZERO,
+    });
     // Someone else's slice of another Service catches nothing up.
     let mut other = slice(1, json!({LABEL_SERVICE_NAME: "bar"}));
     other.metadata.uid = Some("u-other".into());
-    on_slices(super::Change::Apply(other));
+    on_slices(super::informer::Change::Apply(other));
     assert_eq!(h.queue.len(), 0);
     // The create arrives: the Service is ready to sync again at once.
-    on_slices(super::Change::Apply(created[0].clone()));
+    on_slices(super::informer::Change::Apply(created[0].clone()));
     assert_eq!(h.queue.len(), 1, "queued without waiting for the backoff");
     assert_eq!(
         h.syncer.sync("ns/foo").await.unwrap(),
-        super::sync::Outcome::Unchanged
+        super::sync::SyncOutcome::Unchanged
     );
     server.shutdown().await;
 }
@@ -373,7 +374,7 @@ async fn readyz_fails_and_nothing_is_written_while_waiting_for_a_consistent_view
     assert_eq!(h.readiness(), Ok(()));
     assert_eq!(
         h.syncer.sync("ns/foo").await.unwrap(),
-        super::sync::Outcome::Written("create")
+        super::sync::SyncOutcome::Written("create")
     );
     server.shutdown().await;
 }
@@ -403,7 +404,7 @@ async fn each_output_writes_through_a_bucket_of_its_own() {
                     .await
                     .expect("no output waits for a token")
                     .unwrap();
-                assert_eq!(outcome, super::sync::Outcome::Written("create"));
+                assert_eq!(outcome, super::sync::SyncOutcome::Written("create"));
                 assert_eq!(server.store().count("endpoints"), 1);
                 assert_eq!(server.store().count("endpointslices"), 1);
             }

@@ -1,4 +1,4 @@
-//! The 0.2.0 request of one reconcile, assembled in one place for the controller (from its
+//! The request of one reconcile, assembled in one place for the controller (from its
 //! caches) and the case runner (from a case file), so that both ask a guest the same question.
 //!
 //! The callers differ only in where the pieces come from: which pods a Service selects, the
@@ -10,16 +10,30 @@
 use k8s_openapi::api::discovery::v1 as discovery;
 
 use super::view_slices::{NodeZones, RequestPods, slice};
-use crate::runtime::bindings as v1;
-use crate::runtime::bindings_v0_2 as wit;
-use crate::runtime::convert::Convert;
+use crate::model;
 
-/// What the 0.2.0 request carries beyond the 0.1.0 one.
+/// What the callers choose differently: the Service, the pods it selects, the stored
+/// Endpoints, the trigger time and the configuration.
+#[derive(Debug, Clone)]
+pub struct Selected {
+    /// The Service's namespace.
+    pub namespace: String,
+    /// The Service's name.
+    pub name: String,
+    /// The Service; `None` when it is gone.
+    pub service: Option<model::Service>,
+    /// The pods its selector selects (none without a selector, or for ExternalName).
+    pub pods: Vec<model::Pod>,
+    /// The stored Endpoints.
+    pub current: Option<model::Endpoints>,
+    /// The last-change-trigger-time to write.
+    pub trigger_time: Option<String>,
+    /// The policy configuration.
+    pub config: String,
+}
+
+/// What the request carries for the slices, and the outputs the host manages.
 pub struct SliceInputs<'a> {
-    /// The Service's `spec.trafficDistribution` (R5.2).
-    pub traffic_distribution: Option<String>,
-    /// Whether the Service has a deletionTimestamp (no creates then, R4.22a).
-    pub deleting: bool,
     /// Known Nodes by name; `None` treats every named Node as existing, without a zone.
     pub nodes: Option<&'a NodeZones>,
     /// The stored slices of the Service, of every manager; sent only when `manage` has
@@ -28,17 +42,15 @@ pub struct SliceInputs<'a> {
     /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: u32,
     /// Allocatable CPU per zone, for topology-aware hints.
-    pub zone_capacities: Option<Vec<wit::ZoneCapacity>>,
+    pub zone_capacities: Option<Vec<model::ZoneCapacity>>,
     /// The outputs the host manages.
-    pub manage: wit::Outputs,
+    pub manage: model::Outputs,
 }
 
-/// The 0.2.0 request: the 0.1.0-shaped `parts` (Service, selected pods, stored Endpoints,
-/// trigger time, configuration), taken by value so that nothing is cloned, plus what only
-/// the slices need. Each pod learns whether its Node exists and the Node's zone (R2.10,
-/// R2.17).
-pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
-    let v1::Request {
+/// The request: the `parts`, taken by value so that nothing is cloned, plus what only the
+/// slices need. Each pod learns whether its Node exists and the Node's zone (R2.10, R2.17).
+pub fn build(parts: Selected, inputs: SliceInputs<'_>) -> model::Request {
+    let Selected {
         namespace,
         name,
         service,
@@ -47,16 +59,9 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
         trigger_time,
         config,
     } = parts;
-    let service = service.map(|s| {
-        let mut view: wit::Service = s.convert();
-        view.traffic_distribution = inputs.traffic_distribution;
-        view.deleting = inputs.deleting;
-        view
-    });
-    let pods: Vec<wit::Pod> = pods
+    let pods: Vec<model::Pod> = pods
         .into_iter()
-        .map(|p| {
-            let mut view: wit::Pod = p.convert();
+        .map(|mut view| {
             let known = match inputs.nodes {
                 Some(nodes) => nodes.get(&view.node_name).cloned(),
                 None => (!view.node_name.is_empty()).then_some(None),
@@ -67,7 +72,7 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
         })
         .collect();
     // Stored slices are the guest's to compare only when the host writes slices; the
-    // Endpoints-only request stays as small as 0.1.0's.
+    // Endpoints-only request carries none.
     let endpoint_slices = if inputs.manage.endpoint_slices && !inputs.slices.is_empty() {
         let by_name = RequestPods::new(&pods);
         inputs
@@ -78,13 +83,13 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
     } else {
         Vec::new()
     };
-    wit::Request {
+    model::Request {
         endpoint_slices,
         namespace,
         name,
         service,
         pods,
-        current: current.map(Convert::convert),
+        current,
         trigger_time,
         config,
         max_endpoints_per_slice: inputs.max_endpoints_per_slice,
@@ -97,8 +102,8 @@ pub fn build(parts: v1::Request, inputs: SliceInputs<'_>) -> wit::Request {
 mod tests {
     use super::*;
 
-    fn build_managing(endpoint_slices: bool, stored: &discovery::EndpointSlice) -> wit::Request {
-        let parts = v1::Request {
+    fn build_managing(endpoint_slices: bool, stored: &discovery::EndpointSlice) -> model::Request {
+        let parts = Selected {
             namespace: "ns".into(),
             name: "web".into(),
             service: None,
@@ -110,13 +115,11 @@ mod tests {
         build(
             parts,
             SliceInputs {
-                traffic_distribution: None,
-                deleting: false,
                 nodes: None,
                 slices: vec![stored],
                 max_endpoints_per_slice: 100,
                 zone_capacities: None,
-                manage: wit::Outputs {
+                manage: model::Outputs {
                     endpoints: true,
                     endpoint_slices,
                 },

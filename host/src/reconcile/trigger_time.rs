@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::runtime::bindings::{Pod, Service};
+use crate::model::{Pod, Service};
 
 #[derive(Debug, Default)]
 struct ServiceState {
@@ -81,7 +81,7 @@ impl TriggerTimeTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::bindings::PodCondition;
+    use crate::model::PodCondition;
 
     fn service(created: &str) -> Service {
         Service {
@@ -98,6 +98,8 @@ mod tests {
             ip_families: vec![],
             ports: vec![],
             publish_not_ready_addresses: false,
+            traffic_distribution: None,
+            deleting: false,
         }
     }
 
@@ -120,6 +122,8 @@ mod tests {
                 last_transition_time: Some(ready_at.into()),
             }],
             terminating: false,
+            node_exists: false,
+            zone: None,
             container_ports: vec![],
         }
     }

@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use k8s_openapi::api::core::v1 as core;
 use weir_policy::ip::IpText;
 
+use crate::model;
 use crate::reconcile::view;
-use crate::runtime::bindings as wit;
 
 /// What the controller does for a key once the decision passed validation.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,15 +54,15 @@ pub struct Violation(pub String);
 pub fn validate(
     namespace: &str,
     name: &str,
-    decision: wit::Decision,
+    decision: model::EndpointsDecision,
     stored: Option<&core::Endpoints>,
     max_addresses: usize,
 ) -> Result<Action, Violation> {
     let (endpoints, create) = match decision {
-        wit::Decision::None => return Ok(Action::None),
-        wit::Decision::Delete => return Ok(Action::Delete),
-        wit::Decision::Create(e) => (e, true),
-        wit::Decision::Update(e) => (e, false),
+        model::EndpointsDecision::None => return Ok(Action::None),
+        model::EndpointsDecision::Delete => return Ok(Action::Delete),
+        model::EndpointsDecision::Create(e) => (e, true),
+        model::EndpointsDecision::Update(e) => (e, false),
     };
     check_endpoints(namespace, name, &endpoints, max_addresses)?;
     match (create, stored) {
@@ -139,7 +139,7 @@ pub(crate) fn is_dns_label(s: &str) -> bool {
 fn check_endpoints(
     namespace: &str,
     name: &str,
-    e: &wit::Endpoints,
+    e: &model::Endpoints,
     max_addresses: usize,
 ) -> Result<(), Violation> {
     let v = |s: String| Violation(s);
@@ -209,22 +209,22 @@ fn check_endpoints(
 mod tests {
     use super::*;
 
-    fn endpoints(ip: &str, port: i32) -> wit::Endpoints {
-        wit::Endpoints {
+    fn endpoints(ip: &str, port: i32) -> model::Endpoints {
+        model::Endpoints {
             namespace: "ns".into(),
             name: "s".into(),
             labels: vec![],
             annotations: vec![],
             resource_version: String::new(),
-            subsets: vec![wit::EndpointSubset {
-                addresses: vec![wit::EndpointAddress {
+            subsets: vec![model::EndpointSubset {
+                addresses: vec![model::EndpointAddress {
                     ip: ip.into(),
                     hostname: String::new(),
                     node_name: None,
                     target_ref: None,
                 }],
                 not_ready_addresses: vec![],
-                ports: vec![wit::EndpointPort {
+                ports: vec![model::EndpointPort {
                     name: "http".into(),
                     port,
                     protocol: "TCP".into(),
@@ -239,7 +239,7 @@ mod tests {
         let action = validate(
             "ns",
             "s",
-            wit::Decision::Create(endpoints("10.0.0.1", 80)),
+            model::EndpointsDecision::Create(endpoints("10.0.0.1", 80)),
             None,
             10,
         )
@@ -251,7 +251,7 @@ mod tests {
     fn refuses_another_services_endpoints() {
         let mut e = endpoints("10.0.0.1", 80);
         e.name = "other".into();
-        let err = validate("ns", "s", wit::Decision::Create(e), None, 10).unwrap_err();
+        let err = validate("ns", "s", model::EndpointsDecision::Create(e), None, 10).unwrap_err();
         assert!(
             err.to_string()
                 .contains("ns/other written for Service ns/s"),
@@ -273,7 +273,7 @@ mod tests {
             let err = validate(
                 "ns",
                 "s",
-                wit::Decision::Create(endpoints(ip, port)),
+                model::EndpointsDecision::Create(endpoints(ip, port)),
                 None,
                 10,
             )
@@ -282,7 +282,7 @@ mod tests {
         }
         let mut e = endpoints("10.0.0.1", 80);
         e.subsets[0].ports[0].protocol = "HTTP".into();
-        assert!(validate("ns", "s", wit::Decision::Create(e), None, 10).is_err());
+        assert!(validate("ns", "s", model::EndpointsDecision::Create(e), None, 10).is_err());
     }
 
     #[test]
@@ -296,7 +296,7 @@ mod tests {
             let err = validate(
                 "ns",
                 "s",
-                wit::Decision::Create(endpoints(ip, 80)),
+                model::EndpointsDecision::Create(endpoints(ip, 80)),
                 None,
                 10,
             )
@@ -307,7 +307,7 @@ mod tests {
             );
         }
         // A mapped ordinary address is as good as the IPv4 one.
-        let ok = wit::Decision::Create(endpoints("::ffff:10.0.0.1", 80));
+        let ok = model::EndpointsDecision::Create(endpoints("::ffff:10.0.0.1", 80));
         assert!(validate("ns", "s", ok, None, 10).is_ok());
     }
 
@@ -327,7 +327,7 @@ mod tests {
         ] {
             let mut e = endpoints("10.0.0.1", 80);
             e.subsets[0].ports[0].name = name.into();
-            let result = validate("ns", "s", wit::Decision::Create(e), None, 10);
+            let result = validate("ns", "s", model::EndpointsDecision::Create(e), None, 10);
             assert_eq!(result.is_ok(), ok, "{name:?}: {result:?}");
             if !ok {
                 assert!(
@@ -338,20 +338,44 @@ mod tests {
         }
         let mut e = endpoints("10.0.0.1", 80);
         e.subsets[0].ports[0].name = "a".repeat(64);
-        assert!(validate("ns", "s", wit::Decision::Create(e), None, 10).is_err());
+        assert!(validate("ns", "s", model::EndpointsDecision::Create(e), None, 10).is_err());
     }
 
     #[test]
     fn bounds_the_output_and_checks_create_versus_update() {
         let e = endpoints("10.0.0.1", 80);
         assert!(
-            validate("ns", "s", wit::Decision::Create(e.clone()), None, 0)
-                .unwrap_err()
-                .0
-                .contains("over the limit")
+            validate(
+                "ns",
+                "s",
+                model::EndpointsDecision::Create(e.clone()),
+                None,
+                0
+            )
+            .unwrap_err()
+            .0
+            .contains("over the limit")
         );
-        assert!(validate("ns", "s", wit::Decision::Update(e.clone()), None, 10).is_err());
+        assert!(
+            validate(
+                "ns",
+                "s",
+                model::EndpointsDecision::Update(e.clone()),
+                None,
+                10
+            )
+            .is_err()
+        );
         let stored = core::Endpoints::default();
-        assert!(validate("ns", "s", wit::Decision::Create(e), Some(&stored), 10).is_err());
+        assert!(
+            validate(
+                "ns",
+                "s",
+                model::EndpointsDecision::Create(e),
+                Some(&stored),
+                10
+            )
+            .is_err()
+        );
     }
 }

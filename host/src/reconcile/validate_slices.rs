@@ -154,7 +154,7 @@ pub struct SliceContext<'a> {
     /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: usize,
     /// The request's pods, which endpoints may name (`endpoint-source.pod`).
-    pub pods: &'a [crate::runtime::bindings_v0_2::Pod],
+    pub pods: &'a [crate::model::Pod],
 }
 
 /// The slice part of a guest's 0.2.0 decision as Kubernetes objects (an update on the
@@ -162,7 +162,7 @@ pub struct SliceContext<'a> {
 /// sends, and what the case runner shows.
 pub fn plan(
     ctx: &SliceContext<'_>,
-    changes: crate::runtime::bindings_v0_2::SliceChanges,
+    changes: crate::model::SliceChanges,
 ) -> Result<SlicePlan, SliceViolation> {
     let by_name = |n: &str| {
         ctx.stored
@@ -171,8 +171,7 @@ pub fn plan(
             .find(|s| s.metadata.name.as_deref() == Some(n))
     };
     // An endpoint naming a pod or address the request lacks is a contract breach.
-    let object = |s: crate::runtime::bindings_v0_2::EndpointSlice,
-                  stored: Option<&EndpointSlice>| {
+    let object = |s: crate::model::EndpointSlice, stored: Option<&EndpointSlice>| {
         let name = if s.name.is_empty() {
             format!("{}*", s.generate_name)
         } else {
@@ -738,24 +737,24 @@ mod tests {
 
     #[test]
     fn refuses_an_endpoint_naming_a_pod_the_request_lacks() {
+        use crate::model;
         use crate::reconcile::view_slices::{RequestPods, slice as view};
-        use crate::runtime::bindings_v0_2 as wit;
-        let decided = |at: wit::PodIp| {
+        let decided = |at: model::PodIp| {
             let new = slice(None, "foo", MANAGED_BY, &["10.0.0.1"]);
             let mut new = view(&new, "ns", &RequestPods::new(&[]));
-            new.endpoints[0].source = wit::EndpointSource::Pod(at);
+            new.endpoints[0].source = model::EndpointSource::Pod(at);
             let stored = stored();
             let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
             plan(
                 &context(&stored, 100),
-                wit::SliceChanges {
+                model::SliceChanges {
                     create: vec![new],
                     update: Vec::new(),
                     delete: Vec::new(),
                 },
             )
         };
-        let refused = decided(wit::PodIp { pod: 0, ip: 0 }).unwrap_err();
+        let refused = decided(model::PodIp { pod: 0, ip: 0 }).unwrap_err();
         assert_eq!(refused.reason, Refusal::Invalid);
         assert_eq!(
             refused.message,

@@ -1,4 +1,4 @@
-//! Kubernetes objects (k8s-openapi) to WIT views and back. Pure functions.
+//! Kubernetes objects (k8s-openapi) to the host's model and back. Pure functions.
 //!
 //! Where the API server would have defaulted a field that a case file or an old object leaves
 //! out, the view applies the same default: Service port protocol `TCP`, `targetPort` = `port`,
@@ -10,22 +10,22 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::runtime::bindings as wit;
+use crate::model;
 
-fn pairs(map: &Option<BTreeMap<String, String>>) -> Vec<wit::KeyValue> {
+fn pairs(map: &Option<BTreeMap<String, String>>) -> Vec<model::KeyValue> {
     map.as_ref().map(entries).unwrap_or_default()
 }
 
-fn entries(map: &BTreeMap<String, String>) -> Vec<wit::KeyValue> {
+fn entries(map: &BTreeMap<String, String>) -> Vec<model::KeyValue> {
     map.iter()
-        .map(|(key, value)| wit::KeyValue {
+        .map(|(key, value)| model::KeyValue {
             key: key.clone(),
             value: value.clone(),
         })
         .collect()
 }
 
-fn owned_map(pairs: Vec<wit::KeyValue>) -> BTreeMap<String, String> {
+fn owned_map(pairs: Vec<model::KeyValue>) -> BTreeMap<String, String> {
     pairs.into_iter().map(|kv| (kv.key, kv.value)).collect()
 }
 
@@ -37,21 +37,23 @@ pub fn time(t: &Time) -> String {
         .unwrap_or_default()
 }
 
-fn target_port(port: &core::ServicePort) -> wit::TargetPort {
+fn target_port(port: &core::ServicePort) -> model::TargetPort {
     match &port.target_port {
-        Some(IntOrString::Int(n)) if *n != 0 => wit::TargetPort::Number(*n),
-        Some(IntOrString::String(name)) if !name.is_empty() => wit::TargetPort::Name(name.clone()),
+        Some(IntOrString::Int(n)) if *n != 0 => model::TargetPort::Number(*n),
+        Some(IntOrString::String(name)) if !name.is_empty() => {
+            model::TargetPort::Name(name.clone())
+        }
         // The API server defaults an absent or zero targetPort to the port itself.
-        _ => wit::TargetPort::Number(port.port),
+        _ => model::TargetPort::Number(port.port),
     }
 }
 
 /// The Service view. `namespace` stands in for an object whose metadata lacks one.
-pub fn service(svc: &core::Service, namespace: &str) -> wit::Service {
+pub fn service(svc: &core::Service, namespace: &str) -> model::Service {
     let meta = &svc.metadata;
     let default_spec = core::ServiceSpec::default();
     let spec = svc.spec.as_ref().unwrap_or(&default_spec);
-    wit::Service {
+    model::Service {
         namespace: meta
             .namespace
             .clone()
@@ -70,7 +72,7 @@ pub fn service(svc: &core::Service, namespace: &str) -> wit::Service {
             .ports
             .iter()
             .flatten()
-            .map(|p| wit::ServicePort {
+            .map(|p| model::ServicePort {
                 name: p.name.clone().unwrap_or_default(),
                 protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
                 port: p.port,
@@ -79,17 +81,19 @@ pub fn service(svc: &core::Service, namespace: &str) -> wit::Service {
             })
             .collect(),
         publish_not_ready_addresses: spec.publish_not_ready_addresses.unwrap_or(false),
+        traffic_distribution: spec.traffic_distribution.clone(),
+        deleting: meta.deletion_timestamp.is_some(),
     }
 }
 
 fn named_ports<'a>(
     containers: impl Iterator<Item = &'a core::Container>,
-) -> impl Iterator<Item = wit::ContainerPort> {
+) -> impl Iterator<Item = model::ContainerPort> {
     containers
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| {
             let name = p.name.clone().filter(|n| !n.is_empty())?;
-            Some(wit::ContainerPort {
+            Some(model::ContainerPort {
                 name,
                 port: p.container_port,
                 protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
@@ -98,7 +102,7 @@ fn named_ports<'a>(
 }
 
 /// The Pod view: only what endpoint policy reads (about 1 KB for a typical pod).
-pub fn pod(pod: &core::Pod) -> wit::Pod {
+pub fn pod(pod: &core::Pod) -> model::Pod {
     let meta = &pod.metadata;
     let spec = pod.spec.as_ref();
     let status = pod.status.as_ref();
@@ -115,7 +119,7 @@ pub fn pod(pod: &core::Pod) -> wit::Pod {
                 .collect()
         })
         .unwrap_or_default();
-    wit::Pod {
+    model::Pod {
         namespace: meta.namespace.clone().unwrap_or_default(),
         name: meta.name.clone().unwrap_or_default(),
         uid: meta.uid.clone().unwrap_or_default(),
@@ -138,19 +142,22 @@ pub fn pod(pod: &core::Pod) -> wit::Pod {
             .and_then(|s| s.conditions.as_ref())
             .into_iter()
             .flatten()
-            .map(|c| wit::PodCondition {
+            .map(|c| model::PodCondition {
                 condition_type: c.type_.clone(),
                 status: c.status.clone(),
                 last_transition_time: c.last_transition_time.as_ref().map(time),
             })
             .collect(),
         terminating: meta.deletion_timestamp.is_some(),
+        // Facts of the pod's Node: the request builder fills them in, from the Node cache.
+        node_exists: false,
+        zone: None,
         container_ports,
     }
 }
 
-fn address_view(a: &core::EndpointAddress) -> wit::EndpointAddress {
-    wit::EndpointAddress {
+fn address_view(a: &core::EndpointAddress) -> model::EndpointAddress {
+    model::EndpointAddress {
         ip: a.ip.clone(),
         hostname: a.hostname.clone().unwrap_or_default(),
         node_name: a.node_name.clone(),
@@ -160,8 +167,8 @@ fn address_view(a: &core::EndpointAddress) -> wit::EndpointAddress {
 
 /// The contract's form of a reference: absent fields read as empty, and no resourceVersion,
 /// which never matters (spec §11.2).
-pub(super) fn reference_view(r: &core::ObjectReference) -> wit::ObjectReference {
-    wit::ObjectReference {
+pub(super) fn reference_view(r: &core::ObjectReference) -> model::ObjectReference {
+    model::ObjectReference {
         kind: r.kind.clone().unwrap_or_default(),
         namespace: r.namespace.clone().unwrap_or_default(),
         name: r.name.clone().unwrap_or_default(),
@@ -172,9 +179,9 @@ pub(super) fn reference_view(r: &core::ObjectReference) -> wit::ObjectReference 
 }
 
 /// The Endpoints view.
-pub fn endpoints(ep: &core::Endpoints) -> wit::Endpoints {
+pub fn endpoints(ep: &core::Endpoints) -> model::Endpoints {
     let meta = &ep.metadata;
-    wit::Endpoints {
+    model::Endpoints {
         namespace: meta.namespace.clone().unwrap_or_default(),
         name: meta.name.clone().unwrap_or_default(),
         labels: pairs(&meta.labels),
@@ -184,7 +191,7 @@ pub fn endpoints(ep: &core::Endpoints) -> wit::Endpoints {
             .subsets
             .iter()
             .flatten()
-            .map(|s| wit::EndpointSubset {
+            .map(|s| model::EndpointSubset {
                 addresses: s.addresses.iter().flatten().map(address_view).collect(),
                 not_ready_addresses: s
                     .not_ready_addresses
@@ -196,7 +203,7 @@ pub fn endpoints(ep: &core::Endpoints) -> wit::Endpoints {
                     .ports
                     .iter()
                     .flatten()
-                    .map(|p| wit::EndpointPort {
+                    .map(|p| model::EndpointPort {
                         name: p.name.clone().unwrap_or_default(),
                         port: p.port,
                         protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
@@ -214,7 +221,7 @@ pub(super) fn non_empty(s: String) -> Option<String> {
 }
 
 /// Moves the guest's strings into the object: this runs once per address of every write.
-fn address_object(a: wit::EndpointAddress) -> core::EndpointAddress {
+fn address_object(a: model::EndpointAddress) -> core::EndpointAddress {
     core::EndpointAddress {
         ip: a.ip,
         hostname: non_empty(a.hostname),
@@ -225,7 +232,7 @@ fn address_object(a: wit::EndpointAddress) -> core::EndpointAddress {
 
 /// The API's form of a contract reference: empty fields are absent, and no resourceVersion
 /// (the contract does not carry one, spec §11.2).
-pub(super) fn object_reference(r: wit::ObjectReference) -> core::ObjectReference {
+pub(super) fn object_reference(r: model::ObjectReference) -> core::ObjectReference {
     core::ObjectReference {
         kind: non_empty(r.kind),
         namespace: non_empty(r.namespace),
@@ -241,10 +248,10 @@ pub(super) fn object_reference(r: wit::ObjectReference) -> core::ObjectReference
 /// labels, annotations and subsets, so metadata the controller does not own (owner references,
 /// finalizers, ...) survives (spec §12.1).
 pub fn endpoints_object(
-    desired: wit::Endpoints,
+    desired: model::Endpoints,
     stored: Option<&core::Endpoints>,
 ) -> core::Endpoints {
-    let wit::Endpoints {
+    let model::Endpoints {
         namespace,
         name,
         labels,
@@ -263,7 +270,7 @@ pub fn endpoints_object(
     if metadata.namespace.is_none() {
         metadata.namespace = Some(namespace);
     }
-    let addresses = |list: Vec<wit::EndpointAddress>| {
+    let addresses = |list: Vec<model::EndpointAddress>| {
         (!list.is_empty()).then(|| list.into_iter().map(address_object).collect())
     };
     core::Endpoints {
@@ -311,11 +318,11 @@ mod tests {
             Some(vec![]),
             "an empty selector is not an absent one"
         );
-        assert_eq!(view.ports[0].target_port, wit::TargetPort::Number(80));
+        assert_eq!(view.ports[0].target_port, model::TargetPort::Number(80));
         assert_eq!(view.ports[0].protocol, "TCP");
         assert_eq!(
             view.ports[1].target_port,
-            wit::TargetPort::Name("web".into())
+            model::TargetPort::Name("web".into())
         );
         let svc: core::Service =
             serde_json::from_value(json!({"metadata": {"name": "s"}, "spec": {}})).unwrap();

@@ -1,4 +1,4 @@
-//! discovery.k8s.io/v1 EndpointSlices and core/v1 Nodes to the 0.2.0 WIT views and back.
+//! discovery.k8s.io/v1 EndpointSlices and core/v1 Nodes to the host's model and back.
 //! Pure functions, shared by the controller and the case runner.
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
@@ -10,23 +10,22 @@ use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::view::{non_empty, object_reference, reference_view};
-use crate::runtime::bindings_v0_2 as wit;
-use crate::runtime::convert::Convert;
+use crate::model;
 
 /// Node label holding the zone (R1.6).
 pub const ZONE_LABEL: &str = weir_policy::well_known::ZONE_LABEL;
 
-fn pairs(map: &Option<BTreeMap<String, String>>) -> Vec<wit::KeyValue> {
+fn pairs(map: &Option<BTreeMap<String, String>>) -> Vec<model::KeyValue> {
     map.iter()
         .flatten()
-        .map(|(key, value)| wit::KeyValue {
+        .map(|(key, value)| model::KeyValue {
             key: key.clone(),
             value: value.clone(),
         })
         .collect()
 }
 
-fn map(pairs: Vec<wit::KeyValue>) -> Option<BTreeMap<String, String>> {
+fn map(pairs: Vec<model::KeyValue>) -> Option<BTreeMap<String, String>> {
     (!pairs.is_empty()).then(|| pairs.into_iter().map(|kv| (kv.key, kv.value)).collect())
 }
 
@@ -34,14 +33,14 @@ fn map(pairs: Vec<wit::KeyValue>) -> Option<BTreeMap<String, String>> {
 /// as that pod (`endpoint-source.pod`) instead of as strings: a stored slice of 100 such
 /// endpoints then lowers some 900 strings fewer into the guest.
 pub struct RequestPods<'a> {
-    pods: &'a [wit::Pod],
+    pods: &'a [model::Pod],
     // foldhash: several times faster than SipHash on pod names, and randomly seeded.
     by_name: HashMap<&'a str, usize, foldhash::fast::RandomState>,
 }
 
 impl<'a> RequestPods<'a> {
     /// Indexes `pods`, the request's.
-    pub fn new(pods: &'a [wit::Pod]) -> Self {
+    pub fn new(pods: &'a [model::Pod]) -> Self {
         let by_name = pods
             .iter()
             .enumerate()
@@ -51,7 +50,7 @@ impl<'a> RequestPods<'a> {
     }
 
     /// The pod address `e` is exactly the endpoint of ([`PodEndpoint`]).
-    fn pod_ip(&self, e: &discovery::Endpoint) -> Option<wit::PodIp> {
+    fn pod_ip(&self, e: &discovery::Endpoint) -> Option<model::PodIp> {
         let [address] = e.addresses.as_slice() else {
             return None;
         };
@@ -62,7 +61,7 @@ impl<'a> RequestPods<'a> {
             return None;
         }
         let ip = pod.pod_ips.iter().position(|ip| ip == address)?;
-        Some(wit::PodIp {
+        Some(model::PodIp {
             pod: u32::try_from(i).ok()?,
             ip: u32::try_from(ip).ok()?,
         })
@@ -85,7 +84,7 @@ struct PodEndpoint<'a> {
 impl<'a> PodEndpoint<'a> {
     const KIND: &'static str = "Pod";
 
-    fn of(pod: &'a wit::Pod) -> Self {
+    fn of(pod: &'a model::Pod) -> Self {
         PodEndpoint {
             namespace: &pod.namespace,
             name: &pod.name,
@@ -140,9 +139,9 @@ pub fn slice(
     slice: &discovery::EndpointSlice,
     namespace: &str,
     pods: &RequestPods<'_>,
-) -> wit::EndpointSlice {
+) -> model::EndpointSlice {
     let meta = &slice.metadata;
-    wit::EndpointSlice {
+    model::EndpointSlice {
         namespace: meta
             .namespace
             .clone()
@@ -155,7 +154,7 @@ pub fn slice(
             .owner_references
             .iter()
             .flatten()
-            .map(|r| wit::OwnerReference {
+            .map(|r| model::OwnerReference {
                 api_version: r.api_version.clone(),
                 kind: r.kind.clone(),
                 name: r.name.clone(),
@@ -176,7 +175,7 @@ pub fn slice(
         ports: slice.ports.as_ref().map(|ports| {
             ports
                 .iter()
-                .map(|p| wit::EndpointSlicePort {
+                .map(|p| model::EndpointSlicePort {
                     name: p.name.clone(),
                     port: p.port,
                     protocol: p.protocol.clone(),
@@ -187,27 +186,27 @@ pub fn slice(
     }
 }
 
-fn endpoint(e: &discovery::Endpoint, pods: &RequestPods<'_>) -> wit::Endpoint {
+fn endpoint(e: &discovery::Endpoint, pods: &RequestPods<'_>) -> model::Endpoint {
     let conditions = e.conditions.as_ref();
     let source = match pods.pod_ip(e) {
-        Some(at) => wit::EndpointSource::Pod(at),
-        None => wit::EndpointSource::Given(wit::EndpointLocation {
+        Some(at) => model::EndpointSource::Pod(at),
+        None => model::EndpointSource::Given(model::EndpointLocation {
             addresses: e.addresses.clone(),
             // The two contract versions' references have the same fields.
-            target_ref: e.target_ref.as_ref().map(|r| reference_view(r).convert()),
+            target_ref: e.target_ref.as_ref().map(reference_view),
             node_name: e.node_name.clone(),
             zone: e.zone.clone(),
         }),
     };
-    wit::Endpoint {
+    model::Endpoint {
         source,
-        conditions: wit::EndpointConditions {
+        conditions: model::EndpointConditions {
             ready: conditions.and_then(|c| c.ready),
             serving: conditions.and_then(|c| c.serving),
             terminating: conditions.and_then(|c| c.terminating),
         },
         hostname: e.hostname.clone(),
-        hints: e.hints.as_ref().map(|h| wit::EndpointHints {
+        hints: e.hints.as_ref().map(|h| model::EndpointHints {
             for_zones: h
                 .for_zones
                 .iter()
@@ -230,9 +229,9 @@ fn endpoint(e: &discovery::Endpoint, pods: &RequestPods<'_>) -> wit::Endpoint {
 /// request's) gets that pod's. Fails, naming the endpoint, when it names a pod or address
 /// the request does not have.
 pub fn slice_object(
-    s: wit::EndpointSlice,
+    s: model::EndpointSlice,
     stored: Option<&discovery::EndpointSlice>,
-    pods: &[wit::Pod],
+    pods: &[model::Pod],
 ) -> Result<discovery::EndpointSlice, String> {
     // Sized once: an endpoint object is some 350 bytes, and collecting through a `Result`
     // grows the vector from nothing, copying them at every doubling.
@@ -278,7 +277,7 @@ pub fn slice_object(
     })
 }
 
-fn endpoint_object(e: wit::Endpoint, pods: &[wit::Pod]) -> Result<discovery::Endpoint, String> {
+fn endpoint_object(e: model::Endpoint, pods: &[model::Pod]) -> Result<discovery::Endpoint, String> {
     let mut object = discovery::Endpoint {
         addresses: Vec::new(),
         conditions: Some(discovery::EndpointConditions {
@@ -307,15 +306,15 @@ fn endpoint_object(e: wit::Endpoint, pods: &[wit::Pod]) -> Result<discovery::End
         zone: None,
     };
     match e.source {
-        wit::EndpointSource::Given(location) => {
+        model::EndpointSource::Given(location) => {
             object.addresses = location.addresses;
             object.node_name = location.node_name;
             // The two contract versions' references have the same fields; one conversion
             // serves both.
-            object.target_ref = location.target_ref.map(|r| object_reference(r.convert()));
+            object.target_ref = location.target_ref.map(object_reference);
             object.zone = location.zone;
         }
-        wit::EndpointSource::Pod(at) => {
+        model::EndpointSource::Pod(at) => {
             let (pod, ip) = pod_at(at, pods)?;
             PodEndpoint::of(pod).fill(&mut object, ip);
         }
@@ -324,7 +323,7 @@ fn endpoint_object(e: wit::Endpoint, pods: &[wit::Pod]) -> Result<discovery::End
 }
 
 /// What `endpoint-source.pod` stands for: `pods[at.pod]` at its `pod-ips[at.ip]`.
-fn pod_at(at: wit::PodIp, pods: &[wit::Pod]) -> Result<(&wit::Pod, &str), String> {
+fn pod_at(at: model::PodIp, pods: &[model::Pod]) -> Result<(&model::Pod, &str), String> {
     let pod = usize::try_from(at.pod)
         .ok()
         .and_then(|i| pods.get(i))
@@ -361,7 +360,7 @@ pub fn node_zone(node: &core::Node) -> Option<String> {
 
 /// Allocatable CPU per zone of the Nodes usable for topology-aware hints (R5.10): Nodes
 /// that are Ready and not control-plane. `None` when a usable Node lacks a zone or CPU.
-pub fn zone_capacities(nodes: &[core::Node]) -> Option<Vec<wit::ZoneCapacity>> {
+pub fn zone_capacities(nodes: &[core::Node]) -> Option<Vec<model::ZoneCapacity>> {
     let mut by_zone: BTreeMap<String, u64> = BTreeMap::new();
     for node in nodes {
         let labels = node.metadata.labels.clone().unwrap_or_default();
@@ -389,7 +388,7 @@ pub fn zone_capacities(nodes: &[core::Node]) -> Option<Vec<wit::ZoneCapacity>> {
     Some(
         by_zone
             .into_iter()
-            .map(|(zone, cpu_millis)| wit::ZoneCapacity { zone, cpu_millis })
+            .map(|(zone, cpu_millis)| model::ZoneCapacity { zone, cpu_millis })
             .collect(),
     )
 }
@@ -427,7 +426,7 @@ mod tests {
     }
 
     /// A request pod `ns/<name>` (uid `<name>-uid`) on `node` with `ips`, its Node in `zone`.
-    fn request_pod(name: &str, node: &str, ips: &[&str], zone: Option<&str>) -> wit::Pod {
+    fn request_pod(name: &str, node: &str, ips: &[&str], zone: Option<&str>) -> model::Pod {
         let pod: core::Pod = serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "namespace": "ns", "uid": format!("{name}-uid")},
             "spec": {"nodeName": node, "containers": []},
@@ -435,7 +434,7 @@ mod tests {
                 .collect::<Vec<_>>()}
         }))
         .unwrap();
-        let mut view: wit::Pod = super::super::view::pod(&pod).convert();
+        let mut view: model::Pod = super::super::view::pod(&pod);
         view.node_exists = !node.is_empty();
         view.zone = zone.map(str::to_string);
         view
@@ -491,8 +490,8 @@ mod tests {
             .endpoints
             .iter()
             .map(|e| match &e.source {
-                wit::EndpointSource::Pod(at) => Some((at.pod, at.ip)),
-                wit::EndpointSource::Given(_) => None,
+                model::EndpointSource::Pod(at) => Some((at.pod, at.ip)),
+                model::EndpointSource::Given(_) => None,
             })
             .collect();
         let mut expected = vec![Some((0, 0)), Some((1, 1)), Some((2, 0))];
@@ -505,7 +504,7 @@ mod tests {
     #[test]
     fn an_endpoint_naming_a_pod_or_address_the_request_lacks_is_an_error() {
         let pods = [request_pod("a", "node-1", &["10.0.0.1"], None)];
-        let written = |at: wit::PodIp| {
+        let written = |at: model::PodIp| {
             let mut view = slice(
                 &serde_json::from_value(serde_json::json!({
                     "metadata": {"name": "web-abc"}, "addressType": "IPv4",
@@ -515,19 +514,19 @@ mod tests {
                 "ns",
                 &RequestPods::new(&pods),
             );
-            view.endpoints[0].source = wit::EndpointSource::Pod(at);
+            view.endpoints[0].source = model::EndpointSource::Pod(at);
             slice_object(view, None, &pods)
         };
-        let ok = written(wit::PodIp { pod: 0, ip: 0 }).unwrap();
+        let ok = written(model::PodIp { pod: 0, ip: 0 }).unwrap();
         let endpoint = &ok.endpoints.as_ref().unwrap()[0];
         assert_eq!(endpoint.addresses, ["10.0.0.1"]);
         assert_eq!(endpoint.node_name.as_deref(), Some("node-1"));
         assert_eq!(
-            written(wit::PodIp { pod: 1, ip: 0 }),
+            written(model::PodIp { pod: 1, ip: 0 }),
             Err("endpoints[0]: names pod 1 of the request, which has 1 pods".into())
         );
         assert_eq!(
-            written(wit::PodIp { pod: 0, ip: 1 }),
+            written(model::PodIp { pod: 0, ip: 1 }),
             Err("endpoints[0]: names address 1 of pod a, which has 1".into())
         );
     }

@@ -2,13 +2,12 @@
 //! from a pre-instantiated template, with a deadline and a memory cap on every call.
 
 mod active;
-pub mod bindings;
-pub mod bindings_v0_2;
 pub mod builtin;
 pub mod cache;
-pub mod convert;
+mod guest;
 pub mod health;
 mod sandbox;
+mod v0_1;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Config, Engine, Store, UpdateDeadline};
 
+use crate::model::{EndpointPolicy, EndpointPolicyPre};
 pub use active::{Active, ActiveGuest};
-use bindings::{Decision, EndpointPolicy, EndpointPolicyPre, Request};
-use bindings_v0_2 as v2;
 use cache::CompileCache;
+pub use guest::Guest;
+use guest::{GuestInner, Pre, blocking, describe};
 use sandbox::CallState;
 
 /// The WIT packages this host implements, newest first; a guest targets one of them.
@@ -305,12 +305,8 @@ impl Runtime {
         // the call's timeout can drop, instead of parking a thread for real time.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        v0_1::add_to_linker(&mut linker).map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
         EndpointPolicy::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
-        v2::EndpointPolicy::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(
             &mut linker,
             |s| s,
         )
@@ -396,8 +392,8 @@ impl Runtime {
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         let wrong = |e: wasmtime::Error| LoadError::WrongWorld(format!("{e:#}"));
         let pre = match world {
-            World::V0_1 => Pre::V0_1(EndpointPolicyPre::new(pre).map_err(wrong)?),
-            World::V0_2 => Pre::V0_2(v2::EndpointPolicyPre::new(pre).map_err(wrong)?),
+            World::V0_1 => Pre::V0_1(v0_1::pre(pre).map_err(wrong)?),
+            World::V0_2 => Pre::V0_2(EndpointPolicyPre::new(pre).map_err(wrong)?),
         };
         let guest = Guest {
             inner: Arc::new(GuestInner {
@@ -531,200 +527,4 @@ fn check_world(engine: &Engine, component: &Component) -> Result<World, LoadErro
 /// The SHA-256 of a component's bytes, as lowercase hex.
 pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-/// A pre-instantiated guest of either world.
-enum Pre {
-    V0_1(EndpointPolicyPre<CallState>),
-    V0_2(v2::EndpointPolicyPre<CallState>),
-}
-
-struct GuestInner {
-    pre: Pre,
-    runtime: Runtime,
-    digest: String,
-    size: usize,
-}
-
-/// A loaded guest: cheap to clone, safe to call from many tasks at once. It keeps its
-/// [`Runtime`] (and so the deadline machinery) alive.
-#[derive(Clone)]
-pub struct Guest {
-    inner: Arc<GuestInner>,
-}
-
-impl std::fmt::Debug for Guest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guest")
-            .field("digest", &self.inner.digest)
-            .field("size", &self.inner.size)
-            .finish()
-    }
-}
-
-impl Guest {
-    /// SHA-256 of the component bytes.
-    pub fn digest(&self) -> &str {
-        &self.inner.digest
-    }
-
-    /// Size of the component in bytes.
-    pub fn size(&self) -> usize {
-        self.inner.size
-    }
-
-    /// The limits every call runs under.
-    pub fn limits(&self) -> Limits {
-        self.inner.runtime.limits()
-    }
-
-    /// The contract version the guest speaks.
-    pub fn world(&self) -> World {
-        match self.inner.pre {
-            Pre::V0_1(_) => World::V0_1,
-            Pre::V0_2(_) => World::V0_2,
-        }
-    }
-
-    /// Reconciles one request in a fresh instance, within the deadline and memory cap.
-    /// Needs a tokio runtime with timers (the deadline is a tokio timeout).
-    pub async fn call(&self, request: &Request) -> Result<Decision, CallError> {
-        self.call_timed(request).await.0
-    }
-
-    /// Like [`Guest::call`], also reporting where the time went. A 0.2.0 guest gets the
-    /// same request with only Endpoints managed, and its Endpoints decision is returned.
-    pub async fn call_timed(&self, request: &Request) -> (Result<Decision, CallError>, CallTiming) {
-        match &self.inner.pre {
-            Pre::V0_1(pre) => self.reconcile_v0_1(pre, request).await,
-            Pre::V0_2(pre) => {
-                let request = convert::request_from_v0_1(request);
-                let (result, timing) = self.reconcile_v0_2(pre, &request).await;
-                (result.map(convert::decision_to_v0_1), timing)
-            }
-        }
-    }
-
-    /// Reconciles one 0.2.0 request (Endpoints and EndpointSlices) in a fresh instance,
-    /// within the deadline and memory cap. A 0.1.0 guest gets the Endpoints part of the
-    /// request, and its decision has no slice changes.
-    pub async fn call_v0_2(&self, request: &v2::Request) -> Result<v2::Decision, CallError> {
-        self.call_v0_2_timed(request).await.0
-    }
-
-    /// Like [`Guest::call_v0_2`], also reporting where the time went.
-    pub async fn call_v0_2_timed(
-        &self,
-        request: &v2::Request,
-    ) -> (Result<v2::Decision, CallError>, CallTiming) {
-        match &self.inner.pre {
-            Pre::V0_1(pre) => {
-                let request = convert::request_to_v0_1(request);
-                let (result, timing) = self.reconcile_v0_1(pre, &request).await;
-                (result.map(convert::decision_from_v0_1), timing)
-            }
-            Pre::V0_2(pre) => self.reconcile_v0_2(pre, request).await,
-        }
-    }
-
-    /// [`Guest::call_v0_2`] for code that is not async; see [`Guest::call_blocking`].
-    pub fn call_v0_2_blocking(&self, request: &v2::Request) -> Result<v2::Decision, CallError> {
-        blocking(self.call_v0_2(request))
-    }
-
-    /// Checks a policy configuration with the guest's `validate-config` (0.2.0) in a fresh
-    /// instance, under the same limits as a call. A 0.1.0 guest has no such export: its
-    /// configuration is only checked by each `reconcile`, so this accepts it.
-    pub async fn validate_config(&self, config: &str) -> Result<(), CallError> {
-        let Pre::V0_2(pre) = &self.inner.pre else {
-            return Ok(());
-        };
-        let (result, _) = self
-            .inner
-            .runtime
-            .sandboxed("weir/validate-config", async |store, instantiated| {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                *instantiated = Some(Instant::now());
-                instance.call_validate_config(&mut *store, config).await
-            })
-            .await;
-        result?.map_err(CallError::Guest)
-    }
-
-    /// [`Guest::validate_config`] for code that is not async.
-    pub fn validate_config_blocking(&self, config: &str) -> Result<(), CallError> {
-        blocking(self.validate_config(config))
-    }
-
-    async fn reconcile_v0_1(
-        &self,
-        pre: &EndpointPolicyPre<CallState>,
-        request: &Request,
-    ) -> (Result<Decision, CallError>, CallTiming) {
-        let key = format!("{}/{}", request.namespace, request.name);
-        let (result, timing) = self
-            .inner
-            .runtime
-            .sandboxed(&key, async |store, instantiated| {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                *instantiated = Some(Instant::now());
-                instance.call_reconcile(&mut *store, request).await
-            })
-            .await;
-        (result.and_then(|r| r.map_err(CallError::Guest)), timing)
-    }
-
-    async fn reconcile_v0_2(
-        &self,
-        pre: &v2::EndpointPolicyPre<CallState>,
-        request: &v2::Request,
-    ) -> (Result<v2::Decision, CallError>, CallTiming) {
-        let key = format!("{}/{}", request.namespace, request.name);
-        let (result, timing) = self
-            .inner
-            .runtime
-            .sandboxed(&key, async |store, instantiated| {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                *instantiated = Some(Instant::now());
-                instance.call_reconcile(&mut *store, request).await
-            })
-            .await;
-        (result.and_then(|r| r.map_err(CallError::Guest)), timing)
-    }
-
-    /// [`Guest::call`] for code that is not async (tests, tools). It blocks the calling
-    /// thread until the call ends, so async code should await [`Guest::call`] instead.
-    pub fn call_blocking(&self, request: &Request) -> Result<Decision, CallError> {
-        blocking(self.call(request))
-    }
-}
-
-/// Runs `future` to completion from synchronous code, inside an async runtime or not. Inside
-/// one (where blocking on a second future would panic), it runs on a scoped thread of its own.
-fn blocking<F: std::future::Future<Output: Send> + Send>(future: F) -> F::Output {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return wasmtime_wasi::runtime::in_tokio(future);
-    }
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| wasmtime_wasi::runtime::in_tokio(future))
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
-}
-
-/// Turns a wasmtime error into the reason the call failed.
-fn describe(error: &wasmtime::Error, store: &Store<CallState>, limits: Limits) -> CallError {
-    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return CallError::Timeout(limits.deadline);
-    }
-    if store.data().memory_exceeded {
-        return CallError::OutOfMemory(limits.memory);
-    }
-    let stderr = store.data().stderr();
-    let mut message = format!("{error:#}");
-    if !stderr.is_empty() {
-        message = format!("{message}; guest stderr: {stderr}");
-    }
-    CallError::Trap(message)
 }

@@ -9,7 +9,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::Limits;
-use super::bindings::{Level, weir::endpoints::log};
+use crate::model::{Level, weir::endpoints::log};
 
 /// Most bytes of guest stderr kept, to explain a panic in the error of the call.
 const STDERR_CAPACITY: usize = 16 * 1024;
@@ -175,22 +175,9 @@ impl log::Host for CallState {
     }
 }
 
-impl super::bindings_v0_2::weir::endpoints::log::Host for CallState {
-    fn write(&mut self, level: super::bindings_v0_2::Level, message: String) {
-        use super::bindings_v0_2::Level as L;
-        let level = match level {
-            L::Debug => Level::Debug,
-            L::Info => Level::Info,
-            L::Warn => Level::Warn,
-            L::Error => Level::Error,
-        };
-        self.log(level, message);
-    }
-}
-
 impl CallState {
     /// Writes one guest log line, attributed to the key, within the per-call limits.
-    fn log(&mut self, level: Level, message: String) {
+    pub(super) fn log(&mut self, level: Level, message: String) {
         self.log_lines += 1;
         if self.log_lines > MAX_LOG_LINES {
             return;
@@ -214,5 +201,4 @@ impl CallState {
 }
 
 /// The `types` interface has no functions; the generated trait is empty.
-impl super::bindings::weir::endpoints::types::Host for CallState {}
-impl super::bindings_v0_2::weir::endpoints::types::Host for CallState {}
+impl crate::model::weir::endpoints::types::Host for CallState {}

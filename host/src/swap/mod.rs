@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::cases::{Case, check_file, discover};
 use crate::controller::Handle;
-use crate::metrics::ReasonLabel;
+use crate::metrics::{Metrics, ReasonLabel};
 use crate::runtime::{Active, Guest, Runtime, digest};
 
 /// How swaps are checked and judged.
@@ -93,6 +93,29 @@ impl Refusal {
         "check",
         "missing",
     ];
+
+    /// Creates every reason's series of `weir_guest_swap_refusals_total` at 0, so `increase()`
+    /// sees the first refusal and dashboards find the series.
+    pub fn declare(metrics: &Metrics) {
+        for reason in Self::REASONS {
+            let _ = metrics
+                .guest_swap_refusals
+                .get_or_create(&ReasonLabel { reason });
+        }
+    }
+
+    /// Swap refusals counted for any reason.
+    pub fn total(metrics: &Metrics) -> u64 {
+        Self::REASONS
+            .into_iter()
+            .map(|reason| {
+                metrics
+                    .guest_swap_refusals
+                    .get_or_create(&ReasonLabel { reason })
+                    .get()
+            })
+            .sum()
+    }
 
     /// A short machine-readable reason, for metrics.
     pub fn reason(&self) -> &'static str {
@@ -246,6 +269,7 @@ fn now() -> String {
 impl Swapper {
     /// A swapper for the controller behind `handle`.
     pub fn new(runtime: Runtime, handle: Handle, config: SwapConfig) -> Arc<Self> {
+        Refusal::declare(&handle.metrics);
         Arc::new(Swapper {
             runtime,
             handle,
@@ -277,7 +301,7 @@ impl Swapper {
             "active": {"digest": active.digest(), "size": active.size()},
             "previous": previous,
             "swaps": self.handle.metrics.guest_swaps.get(),
-            "refusals": self.handle.metrics.swap_refusals_total(),
+            "refusals": Refusal::total(&self.handle.metrics),
             "rollbacks": self.handle.metrics.guest_rollbacks.get(),
             "history": *self.history.lock().unwrap_or_else(|e| e.into_inner()),
         })
@@ -350,7 +374,7 @@ impl Swapper {
         let old = self.handle.guest.swap_pair(new.clone());
         *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(old.guest.clone());
         self.handle.metrics.guest_swaps.inc();
-        self.handle.metrics.set_guest(&new.guest);
+        new.guest.report_active(&self.handle.metrics);
         let requeued = self.handle.enqueue_all();
         tracing::info!(%source, old = old.guest.digest(), new = new.guest.digest(), requeued, "guest swapped");
         self.remember(SwapRecord {
@@ -388,7 +412,7 @@ impl Swapper {
                 *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(new.clone());
                 self.handle.health.reset(restored.digest());
                 self.handle.metrics.guest_rollbacks.inc();
-                self.handle.metrics.set_guest(&restored);
+                restored.report_active(&self.handle.metrics);
                 let reason = format!("{faults} of {calls} calls failed after the swap");
                 tracing::error!(bad = new.digest(), restored = restored.digest(), %reason, "guest rolled back");
                 self.remember(SwapRecord {

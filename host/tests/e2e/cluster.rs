@@ -115,6 +115,30 @@ impl Cluster {
             .map(|v| serde_json::from_value(v).unwrap())
     }
 
+    /// Writes a pod that no Service selects and waits until `run`'s cache holds it. A watch
+    /// delivers in order, so every pod change written before it has been observed too: a check
+    /// that a change caused nothing can follow this without racing the watch.
+    pub async fn pod_watch_caught_up(&self, run: &Running, marker: &str) {
+        self.apply(pod(
+            "app",
+            marker,
+            json!({"weir.test/marker": marker}),
+            "10.255.0.1",
+            true,
+        ))
+        .await;
+        let handle = run.handle.clone();
+        wait_for("the marker pod in the controller's cache", || {
+            let found = handle
+                .cache
+                .pod_keys()
+                .iter()
+                .any(|(ns, name)| ns == "app" && name == marker);
+            async move { found }
+        })
+        .await;
+    }
+
     pub fn endpoints_writes(&self) -> u64 {
         self.server.stats().writes("endpoints")
     }

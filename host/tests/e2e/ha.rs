@@ -269,6 +269,8 @@ async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts
                     pod("app", "a", json!({"app": "web"}), "10.1.0.1", i % 2 == 0),
                 )
                 .await;
+                // The pace of the churn, not a wait: changes keep coming for as long as the
+                // test runs.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -429,6 +431,11 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
     let writes = c.server.stats().writes("endpoints");
     c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", false))
         .await;
+    c.pod_watch_caught_up(&run, "marker").await;
+    assert!(
+        run.handle.queue.is_empty(),
+        "a change observed past the renew deadline was queued"
+    );
     wait_for("a sync refused by the gate", || {
         let h = run.handle.clone();
         async move {

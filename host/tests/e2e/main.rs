@@ -421,8 +421,8 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
         };
         let got = c.endpoints(&ns, &name).unwrap();
         assert_eq!(
-            weir::cases::comparable(&got, false),
-            weir::cases::comparable(&want, false),
+            weir::reconcile::canonical::endpoints(&got, false),
+            weir::reconcile::canonical::endpoints(&want, false),
             "{ns}/{name}"
         );
     }

@@ -87,7 +87,8 @@ async fn a_leader_election_lock_survives_30s_of_renewals() {
             c.endpoints("app", "lock").is_some(),
             "the lock was deleted after renewal {renewals}"
         );
-        // Leader electors renew every couple of seconds; 10 per second is plenty here.
+        // The pace of the renewals, not a wait (each one is awaited above): leader electors
+        // renew every couple of seconds; 10 per second is plenty here.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(renewals >= 30, "only {renewals} renewals");

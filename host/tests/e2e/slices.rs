@@ -246,6 +246,12 @@ async fn taking_over_correct_slices_writes_nothing() {
     }
     let (slices_before, endpoints_before) = (slice_writes(&c), c.endpoints_writes());
     let second = c.run_default().await;
+    // The Service synced (and found nothing to write), not merely queued.
+    wait_for("the Service synced", || {
+        let h = second.handle.clone();
+        async move { h.metrics.syncs_total() >= 1 }
+    })
+    .await;
     second.idle().await;
     assert_eq!(
         slice_writes(&c),

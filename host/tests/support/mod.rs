@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 #[allow(unused_imports)] // each test binary uses its own subset
 pub use guests::{test_guest, test_guest_bytes};
-use weir::runtime::bindings as wit;
+use weir::model;
 
 /// Fails the test unless `program args` runs and exits 0. A test never skips for a missing
 /// tool: `make test` installs every tool the tests need first (`make tools`,
@@ -69,10 +69,10 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn kv(pairs: &[(&str, &str)]) -> Vec<wit::KeyValue> {
+fn kv(pairs: &[(&str, &str)]) -> Vec<model::KeyValue> {
     pairs
         .iter()
-        .map(|(k, v)| wit::KeyValue {
+        .map(|(k, v)| model::KeyValue {
             key: (*k).into(),
             value: (*v).into(),
         })
@@ -81,8 +81,8 @@ fn kv(pairs: &[(&str, &str)]) -> Vec<wit::KeyValue> {
 
 /// A ClusterIP Service `namespace/name` selecting `app=<name>`, with one port `http` 80 → 8080
 /// and the given labels.
-pub fn service(namespace: &str, name: &str, labels: &[(&str, &str)]) -> wit::Service {
-    wit::Service {
+pub fn service(namespace: &str, name: &str, labels: &[(&str, &str)]) -> model::Service {
+    model::Service {
         namespace: namespace.into(),
         name: name.into(),
         uid: format!("uid-svc-{name}"),
@@ -94,21 +94,24 @@ pub fn service(namespace: &str, name: &str, labels: &[(&str, &str)]) -> wit::Ser
         cluster_ip: "10.96.0.10".into(),
         cluster_ips: vec!["10.96.0.10".into()],
         ip_families: vec!["IPv4".into()],
-        ports: vec![wit::ServicePort {
+        ports: vec![model::ServicePort {
             name: "http".into(),
             protocol: "TCP".into(),
             port: 80,
-            target_port: wit::TargetPort::Number(8080),
+            target_port: model::TargetPort::Number(8080),
             app_protocol: None,
         }],
         publish_not_ready_addresses: false,
+        traffic_distribution: None,
+        deleting: false,
     }
 }
 
-/// A running pod `namespace/<app>-<index>` with IP `10.1.x.y`, ready or not.
-pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> wit::Pod {
+/// A running pod `namespace/<app>-<index>` with IP `10.1.x.y`, ready or not, on one of three
+/// Nodes that exist (no zone).
+pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> model::Pod {
     let ip = format!("10.1.{}.{}", index / 250, index % 250 + 1);
-    wit::Pod {
+    model::Pod {
         namespace: namespace.into(),
         name: format!("{app}-{index}"),
         uid: format!("uid-pod-{app}-{index}"),
@@ -120,20 +123,28 @@ pub fn pod(namespace: &str, app: &str, index: usize, ready: bool) -> wit::Pod {
         pod_ip: Some(ip.clone()),
         pod_ips: vec![ip],
         phase: "Running".into(),
-        conditions: vec![wit::PodCondition {
+        conditions: vec![model::PodCondition {
             condition_type: "Ready".into(),
             status: if ready { "True" } else { "False" }.into(),
             last_transition_time: Some("2024-01-01T00:00:00Z".into()),
         }],
         terminating: false,
+        node_exists: true,
+        zone: None,
         container_ports: vec![],
     }
 }
 
-/// A request for `namespace/name` whose Service carries `labels` and selects `pods` pods
-/// (every fifth not ready), with no Endpoints stored yet.
-pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]) -> wit::Request {
-    wit::Request {
+/// A 0.2.0 request for `namespace/name` whose Service carries `labels` and selects `pods`
+/// pods (every fifth not ready), with nothing stored yet and both outputs managed: the
+/// request the controller sends by default.
+pub fn request(
+    namespace: &str,
+    name: &str,
+    pods: usize,
+    labels: &[(&str, &str)],
+) -> model::Request {
+    model::Request {
         namespace: namespace.into(),
         name: name.into(),
         service: Some(service(namespace, name, labels)),
@@ -143,5 +154,12 @@ pub fn request(namespace: &str, name: &str, pods: usize, labels: &[(&str, &str)]
         current: None,
         trigger_time: None,
         config: String::new(),
+        endpoint_slices: vec![],
+        max_endpoints_per_slice: 100,
+        zone_capacities: None,
+        manage: model::Outputs {
+            endpoints: true,
+            endpoint_slices: true,
+        },
     }
 }

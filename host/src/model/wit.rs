@@ -6,7 +6,8 @@ wasmtime::component::bindgen!({
     path: "../wit/v0.2",
     world: "endpoint-policy",
     additional_derives: [PartialEq, Eq, Hash],
-    // Called with `call_async`, as 0.1.0 is (see `Runtime::sandboxed`).
+    // Exports are called with `call_async`, so a timeout can cancel a guest blocked in WASI
+    // (see `Runtime::sandboxed`); the `log` import stays synchronous.
     exports: { default: async },
 });
 

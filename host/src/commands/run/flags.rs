@@ -1,19 +1,14 @@
-//! `weir run`: the controller against a cluster.
+//! The flags of `weir run`, and the controller configuration they describe.
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use tokio_util::sync::CancellationToken;
-use weir::client::{ApiRate, Clients, LimitScope};
-use weir::controller::{Config, Controller, InitialList, Outputs};
-use weir::leader::{Election, ElectionError, WriteGate};
-use weir::runtime::ActiveGuest;
+use weir::client::ApiRate;
+use weir::controller::{Config, InitialList, Outputs};
+use weir::leader::{Election, ElectionError};
 use weir::selector::LabelSelector;
 
-use super::duration::{DAY, HOUR, Min, within};
+use crate::commands::duration::{DAY, HOUR, Min, within};
 
 /// Run the controller: watch Services, Pods, Nodes, Endpoints and EndpointSlices and keep
 /// every selected Service's Endpoints and EndpointSlices right, both from one guest decision.
@@ -30,7 +25,7 @@ pub struct Args {
     pub kubeconfig: Option<PathBuf>,
 
     #[command(flatten)]
-    pub guest: super::GuestArgs,
+    pub guest: crate::commands::GuestArgs,
 
     /// Policy configuration handed to the guest (JSON or YAML; the guest receives JSON): a
     /// file, or `configmap:NAMESPACE/NAME/KEY`, which is watched like a ConfigMap guest. A
@@ -151,7 +146,7 @@ pub struct Args {
     pub shadow_policy_config: Option<PathBuf>,
 
     #[command(flatten)]
-    pub serving: super::serving::ServingArgs,
+    pub serving: crate::commands::serving::ServingArgs,
 
     /// Queue every Service again after a random time between this and twice this, as
     /// kube-controller-manager's informers resync (its --min-resync-period, 12h): a key dropped
@@ -395,13 +390,13 @@ impl Args {
     pub fn config(&self) -> anyhow::Result<Config> {
         // A ConfigMap's configuration is read once the client exists (run_async).
         let policy_config = match &self.policy_config {
-            Some(PolicyConfigSource::File(path)) => super::policy_config::read(path)?,
+            Some(PolicyConfigSource::File(path)) => crate::commands::policy_config::read(path)?,
             Some(PolicyConfigSource::ConfigMap { .. }) | None => String::new(),
         };
         let shadow_config = self
             .shadow_policy_config
             .as_deref()
-            .map(super::policy_config::read)
+            .map(crate::commands::policy_config::read)
             .transpose()?;
         let service_selector = self
             .service_selector
@@ -441,275 +436,4 @@ fn parse_qps(text: &str) -> Result<f64, String> {
     let rate = ApiRate { qps, burst: 1 };
     weir::client::RateLimitLayer::new(rate).map_err(|e| e.to_string())?;
     Ok(qps)
-}
-
-/// weir's User-Agent: its version, and which replica sends (API server audit logs and
-/// managedFields then tell replicas apart).
-pub fn user_agent(replica: &str) -> String {
-    format!("weir/{} ({replica})", env!("CARGO_PKG_VERSION"))
-}
-
-/// A client for `kubeconfig`, or the one kube-rs infers, sending `user_agent` and keeping to
-/// `rate`.
-pub async fn client(
-    kubeconfig: Option<&Path>,
-    user_agent: &str,
-    rate: ApiRate,
-) -> anyhow::Result<kube::Client> {
-    weir::client::rate_limited(client_config(kubeconfig, user_agent).await?, rate)
-}
-
-/// The client configuration of `kubeconfig`, or the one kube-rs infers, sending `user_agent`.
-pub async fn client_config(
-    kubeconfig: Option<&Path>,
-    user_agent: &str,
-) -> anyhow::Result<kube::Config> {
-    let mut config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no kubeconfig given and none could be inferred")?,
-    };
-    let agent = axum::http::HeaderValue::from_str(user_agent)
-        .with_context(|| format!("invalid User-Agent {user_agent:?}"))?;
-    config.headers.push((axum::http::header::USER_AGENT, agent));
-    Ok(config)
-}
-
-/// Cancels `token` on SIGINT or SIGTERM.
-pub fn cancel_on_signal(token: CancellationToken) {
-    tokio::spawn(async move {
-        let ctrl_c = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(term) => term,
-                    Err(_) => {
-                        let _ = ctrl_c.await;
-                        token.cancel();
-                        return;
-                    }
-                };
-            tokio::select! {
-                _ = ctrl_c => {}
-                _ = term.recv() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = ctrl_c.await;
-        token.cancel();
-    });
-}
-
-/// Runs the command: exit 0 after SIGTERM or Ctrl-C, 1 when leadership is lost (so that
-/// Kubernetes restarts the replica, as kube-controller-manager), 2 on any other error.
-pub fn run(args: Args) -> ExitCode {
-    super::exit_code_of(async {
-        match run_async(args).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("weir: {e:#}");
-                match e.downcast_ref::<ElectionError>() {
-                    Some(ElectionError::Lost(_)) => ExitCode::FAILURE,
-                    _ => ExitCode::from(2),
-                }
-            }
-        }
-    })
-}
-
-async fn run_async(args: Args) -> anyhow::Result<()> {
-    use weir::runtime::Runtime;
-    use weir::swap::source::{ConfigMapHolds, GuestSource, watch_configmap, watch_file};
-    use weir::swap::{SwapConfig, Swapper};
-
-    let election = args.leader_election.election()?;
-    let mut config = args.config()?;
-    let gate = match &election {
-        Some(e) => WriteGate::leased(e.renew_deadline),
-        None => WriteGate::sole(),
-    };
-    config.gate = gate.clone();
-    let runtime = match &args.cache_dir {
-        Some(dir) => Runtime::with_cache_dir(args.guest.limits(), dir)?,
-        None => Runtime::new(args.guest.limits())?,
-    };
-    let replica = election
-        .as_ref()
-        .map_or_else(Election::default_identity, |e| e.identity.clone());
-    let rate = ApiRate {
-        qps: args.kube_api_qps,
-        burst: args.kube_api_burst,
-    };
-    let agent = user_agent(&replica);
-    let scope = match args.kube_api_limit_scope {
-        LimitScopeArg::PerOutput => LimitScope::PerOutput,
-        LimitScopeArg::Shared => LimitScope::Shared,
-    };
-    let clients = Clients::rate_limited(
-        client_config(args.kubeconfig.as_deref(), &agent).await?,
-        rate,
-        scope,
-    )?;
-    let client = clients.shared.clone();
-    // Lease renewals get a bucket of their own, as kube-controller-manager gives leader
-    // election its own client: queued behind a burst of writes, a renewal would miss its
-    // deadline and cost the lease.
-    let election_client = self::client(args.kubeconfig.as_deref(), &agent, rate).await?;
-    let source = args.guest.source().map_err(anyhow::Error::msg)?;
-    let swap_config = SwapConfig {
-        pin_sha256: args.guest_sha256.clone(),
-        check_cases: args.guest_check.clone(),
-        rollback_fault_share: args.rollback_fault_share,
-        rollback_window: args.rollback_window,
-        rollback_min_calls: args.rollback_min_calls,
-    };
-    if let Some(key) = &args.policy_config_key {
-        let GuestSource::ConfigMap {
-            namespace, name, ..
-        } = &source
-        else {
-            anyhow::bail!("--policy-config-key needs --guest configmap:NAMESPACE/NAME/KEY");
-        };
-        config.policy_config =
-            weir::swap::source::read_configmap_config(&client, namespace, name, key).await?;
-    }
-    let config_map_config = match &args.policy_config {
-        Some(PolicyConfigSource::ConfigMap {
-            namespace,
-            name,
-            key,
-        }) => {
-            if !matches!(source, GuestSource::Builtin(_)) {
-                anyhow::bail!(
-                    "--policy-config configmap:{namespace}/{name}/{key} needs a built-in guest \
-                     (--guest builtin:NAME); a guest in a ConfigMap carries its configuration \
-                     with --policy-config-key"
-                );
-            }
-            config.policy_config =
-                weir::swap::source::read_configmap_config(&client, namespace, name, key).await?;
-            Some((namespace.clone(), name.clone(), key.clone()))
-        }
-        Some(PolicyConfigSource::File(_)) | None => None,
-    };
-    let bytes = source.read(Some(&client)).await?;
-    let guest =
-        weir::swap::validate_candidate(&runtime, &swap_config, bytes, &config.policy_config)
-            .await
-            .with_context(|| format!("guest {}", source.describe()))?;
-    tracing::info!(source = %source.describe(), digest = guest.digest(), size = guest.size(), "guest loaded");
-    if let Some(path) = &args.shadow_guest {
-        // A file or a built-in guest (`builtin:cel`); it is not watched.
-        let bytes = match GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)? {
-            GuestSource::Builtin(builtin) => builtin.bytes().to_vec(),
-            GuestSource::File(file) => std::fs::read(&file)
-                .with_context(|| format!("cannot read --shadow-guest {}", file.display()))?,
-            GuestSource::ConfigMap { .. } => {
-                anyhow::bail!("--shadow-guest takes a file or builtin:NAME, not a ConfigMap")
-            }
-        };
-        let shadow = runtime
-            .load_async(bytes)
-            .await
-            .with_context(|| format!("--shadow-guest {}", path.display()))?;
-        // Its configuration is checked once here, as the active guest's is by the gate.
-        let shadow_config = config
-            .shadow_config
-            .as_deref()
-            .unwrap_or(&config.policy_config);
-        shadow
-            .validate_config(shadow_config)
-            .await
-            .with_context(|| {
-                format!(
-                    "--shadow-guest {}: the policy refuses its configuration",
-                    path.display()
-                )
-            })?;
-        tracing::info!(
-            digest = shadow.digest(),
-            "shadow guest loaded; it writes nothing"
-        );
-        config.shadow = Some(shadow);
-    }
-
-    let metrics = config.metrics.clone();
-    let controller = Controller::with_clients(clients, ActiveGuest::new(guest), config);
-    let handle = controller.handle();
-    let swapper = Swapper::new(runtime, handle.clone(), swap_config);
-    let shutdown = CancellationToken::new();
-    cancel_on_signal(shutdown.clone());
-    let _watch = match source {
-        GuestSource::Builtin(builtin) => config_map_config.map(|(namespace, name, config_key)| {
-            watch_configmap(
-                client,
-                namespace,
-                name,
-                ConfigMapHolds::Config {
-                    guest: builtin.bytes().to_vec(),
-                    config_key,
-                },
-                swapper.clone(),
-                shutdown.clone(),
-            )
-        }),
-        GuestSource::File(path) => Some(watch_file(
-            path,
-            swapper.clone(),
-            args.guest_poll,
-            shutdown.clone(),
-        )),
-        GuestSource::ConfigMap {
-            namespace,
-            name,
-            key,
-        } => Some(watch_configmap(
-            client,
-            namespace,
-            name,
-            ConfigMapHolds::Guest {
-                guest_key: key,
-                config_key: args.policy_config_key.clone(),
-            },
-            swapper.clone(),
-            shutdown.clone(),
-        )),
-    };
-    // The metrics endpoint's reviews get a client (and rate bucket) of their own: callers
-    // with bogus tokens must not spend the controller's budget.
-    args.serving
-        .serve(weir::admin::Admin::new(handle, Some(swapper)), || {
-            self::client(args.kubeconfig.as_deref(), &agent, rate)
-        })
-        .await?;
-    let stopped = CancellationToken::new();
-    let controller = async {
-        controller.run(shutdown.clone()).await;
-        stopped.cancel();
-    };
-    let elected = async {
-        let Some(election) = &election else {
-            // Without leader election this replica is the only writer: the leader.
-            metrics.set_leader(&args.leader_election.leader_elect_resource_name, true);
-            return Ok(());
-        };
-        let result = election
-            .run(election_client, &gate, &metrics, &stopped)
-            .await;
-        if result.is_err() {
-            // Writes are already refused; stop the rest and exit non-zero.
-            shutdown.cancel();
-        }
-        result
-    };
-    let ((), elected) = tokio::join!(controller, elected);
-    elected?;
-    tracing::info!("stopped");
-    Ok(())
 }

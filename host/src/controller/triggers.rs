@@ -1,7 +1,15 @@
-//! Which Service keys an informer event enqueues (spec §2, plus weir's D3). Pure functions.
+//! Triggers: which Service keys a watch event queues, and after what delay (spec §2, plus
+//! weir's D3 and D10). Pure functions; the reflector applies them.
 
-use crate::controller::cache::{CachedPod, Key, key};
-use crate::runtime::bindings as wit;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use super::cache::{Cache, CachedPod, Key, key};
+use super::slice_tracker::SliceTracker;
+use super::slices::{self, NodeView};
+use crate::model;
 
 /// What changed between two versions of a pod, as far as Endpoints care (spec §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +42,7 @@ pub fn pod_change(old: &CachedPod, new: &CachedPod) -> Option<PodChange> {
     })
 }
 
-fn selecting(services: &[std::sync::Arc<wit::Service>], pod: &CachedPod) -> Vec<Key> {
+fn selecting(services: &[Arc<model::Service>], pod: &CachedPod) -> Vec<Key> {
     services
         .iter()
         .filter(|s| s.selector.as_ref().is_some_and(|sel| pod.selected_by(sel)))
@@ -46,7 +54,7 @@ fn selecting(services: &[std::sync::Arc<wit::Service>], pod: &CachedPod) -> Vec<
 /// delete; `services` are the managed Services of the pod's namespace. Services without a
 /// selector select nothing.
 pub fn keys_for_pod(
-    services: &[std::sync::Arc<wit::Service>],
+    services: &[Arc<model::Service>],
     old: Option<&CachedPod>,
     new: Option<&CachedPod>,
 ) -> Vec<Key> {
@@ -81,6 +89,52 @@ pub fn keys_for_pod(
     }
 }
 
+/// The Services a pod event concerns, each with its delay: the batch period, so that bursts
+/// coalesce (spec §2.6, §3.5; R1.14, R1.18).
+pub fn pod_enqueues(
+    services: &[Arc<model::Service>],
+    batch: Duration,
+    old: Option<&CachedPod>,
+    new: Option<&CachedPod>,
+) -> Vec<(String, Duration)> {
+    keys_for_pod(services, old, new)
+        .into_iter()
+        .map(|k| (k, batch))
+        .collect()
+}
+
+/// Delay of slice-driven syncs: at least a second, so a burst of slice events (and the watch
+/// catching up with weir's own writes) coalesces into one sync (upstream R1.15e).
+pub fn slice_delay(batch: Duration) -> Duration {
+    batch.max(Duration::from_secs(1))
+}
+
+/// The Services a slice event concerns, each after [`slice_delay`] (R1.15).
+pub fn slice_enqueues(
+    tracker: &SliceTracker,
+    batch: Duration,
+    old: Option<&EndpointSlice>,
+    new: Option<&EndpointSlice>,
+) -> Vec<(String, Duration)> {
+    slices::keys_for_slice(tracker, old, new)
+        .into_iter()
+        .map(|k| (k, slice_delay(batch)))
+        .collect()
+}
+
+/// The Services a Node change re-syncs at once. Only topology-aware hints depend on Nodes
+/// beyond each endpoint's zone, which upstream refreshes at the Service's next sync (R1.16,
+/// S97). Upstream re-syncs only the Services whose hints became overloaded; weir keeps no
+/// hint state in the host, so it re-syncs every Service asking for `auto` hints and the guest
+/// writes only where the hints no longer hold (deviation D10).
+pub fn node_enqueues(cache: &Cache, old: Option<&NodeView>, new: Option<&NodeView>) -> Vec<String> {
+    if NodeView::topology_changed(old, new) {
+        cache.topology_hint_service_keys()
+    } else {
+        Vec::new()
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -105,7 +159,7 @@ pub(crate) mod tests {
     }
 
     /// A Service `ns/NAME` with this selector (`None`: no selector).
-    pub(crate) fn service(name: &str, selector: Option<serde_json::Value>) -> Arc<wit::Service> {
+    pub(crate) fn service(name: &str, selector: Option<serde_json::Value>) -> Arc<model::Service> {
         let mut spec = json!({});
         if let Some(s) = selector {
             spec["selector"] = s;
@@ -117,7 +171,7 @@ pub(crate) mod tests {
         Arc::new(crate::reconcile::view::service(&s, "ns"))
     }
 
-    fn services() -> Vec<Arc<wit::Service>> {
+    fn services() -> Vec<Arc<model::Service>> {
         vec![
             service("web", Some(json!({"app": "web"}))),
             service("db", Some(json!({"app": "db"}))),
@@ -192,7 +246,7 @@ pub(crate) mod tests {
         assert_eq!(keys, ["ns/all", "ns/web"], "and so does removing one");
     }
 
-    fn ab_services() -> Vec<Arc<wit::Service>> {
+    fn ab_services() -> Vec<Arc<model::Service>> {
         vec![
             service("a", Some(json!({"app": "a"}))),
             service("b", Some(json!({"app": "b"}))),

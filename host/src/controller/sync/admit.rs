@@ -1,0 +1,81 @@
+//! The third stage of a sync: admit the guest's decision. Each output's part is validated
+//! against the snapshot it was decided on before anything is written; a refused part refuses
+//! the whole decision (spec §13; R10 of `docs/upstream-endpointslices.md`).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Endpoints;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use super::super::writer::EventRecorder;
+use super::slice_stats::{REFUSED, SliceStats};
+use crate::model;
+use crate::reconcile::validate::{Action, Violation, validate};
+use crate::reconcile::validate_slices::{SliceContext, SlicePlan, SliceViolation};
+
+/// The Service a decision is for.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// Its namespace.
+    pub namespace: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Its uid; empty when the Service is gone.
+    pub uid: &'a str,
+}
+
+/// The Endpoints part of a decision, checked against `stored` (the snapshot it was decided
+/// on) and the address cap.
+pub fn endpoints(
+    target: Target<'_>,
+    decision: model::EndpointsDecision,
+    stored: Option<&Endpoints>,
+    max_addresses: usize,
+) -> Result<Action, Violation> {
+    validate(
+        target.namespace,
+        target.name,
+        decision,
+        stored,
+        max_addresses,
+    )
+}
+
+/// The slice part of a decision, checked against the stored slices and the request's pods,
+/// which the decision's endpoints may name.
+pub fn slices(
+    target: Target<'_>,
+    max_endpoints_per_slice: usize,
+    (stored, pods): (&[Arc<EndpointSlice>], &[model::Pod]),
+    changes: model::SliceChanges,
+) -> Result<SlicePlan, SliceViolation> {
+    let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
+    let ctx = SliceContext {
+        namespace: target.namespace,
+        name: target.name,
+        service_uid: (!target.uid.is_empty()).then_some(target.uid),
+        stored: &stored,
+        max_endpoints_per_slice,
+        pods,
+    };
+    crate::reconcile::validate_slices::plan(&ctx, changes)
+}
+
+/// Records a refused slice decision: a counter and an Event on the Service.
+pub async fn refuse_slices(
+    stats: &SliceStats,
+    events: &EventRecorder,
+    target: Target<'_>,
+    violation: &SliceViolation,
+) {
+    stats.refusal_counter(violation.reason).inc();
+    events
+        .warn(
+            target.namespace,
+            target.name,
+            target.uid,
+            REFUSED,
+            &violation.to_string(),
+        )
+        .await;
+}

@@ -1,0 +1,323 @@
+//! The sync of one Service key, as a pipeline whose stages each take only the parts they need:
+//!
+//! 1. [`request`]: read the caches once and build the guest's request (spec §5.1–5.9), behind
+//!    the [`stale`] guards;
+//! 2. call the guest, within its deadline and memory cap;
+//! 3. [`admit`]: validate both outputs' parts of the decision (spec §13, R10);
+//! 4. [`write`]: Endpoints first, then the EndpointSlices.
+//!
+//! The shadow guest's decision is compared off this path ([`compare`]). `spec §` numbers are
+//! those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
+//! `docs/upstream-endpointslices.md`.
+
+pub mod admit;
+pub mod compare;
+mod error;
+pub mod request;
+pub mod slice_stats;
+pub mod stale;
+pub mod write;
+
+use std::sync::Arc;
+
+pub use error::{SyncError, SyncOutcome};
+pub use slice_stats::SliceStats;
+pub use stale::StaleTracker;
+
+use super::cache::Cache;
+use super::consistency::ResetGate;
+use super::outputs::Outputs;
+use super::shadow::{Job, Shadow};
+use super::slice_tracker::SliceTracker;
+use super::writer::{EventRecorder, Writer};
+use crate::metrics::{Metrics, ResultLabel};
+use crate::model;
+use crate::reconcile::trigger_time::TriggerTimeTracker;
+use crate::reconcile::validate::Action;
+use crate::reconcile::validate_slices::SlicePlan;
+use crate::runtime::ActiveGuest;
+use crate::runtime::health::CallHealth;
+use admit::Target;
+use request::{Prepared, Reader};
+use slice_stats::FAILED_TO_UPDATE;
+use write::{EndpointsOutput, SlicesOutput};
+
+/// Everything a sync needs; shared by all workers.
+pub struct Syncer {
+    /// The consistency epoch every write checks.
+    pub consistency: Arc<ResetGate>,
+    /// The caches.
+    pub cache: Arc<Cache>,
+    /// The guest to call.
+    pub guest: ActiveGuest,
+    /// Where decisions go.
+    pub writer: Writer,
+    /// Failure events.
+    pub events: EventRecorder,
+    /// Trigger times.
+    pub trigger_times: TriggerTimeTracker,
+    /// Stale-cache guard.
+    pub stale: StaleTracker,
+    /// Outcomes of guest calls, per guest digest (hot-swap rollback reads it).
+    pub health: Arc<CallHealth>,
+    /// A second guest run after every sync for comparison only (`--shadow-guest`), off the
+    /// sync's path.
+    pub shadow: Option<Arc<Shadow>>,
+    /// Guest call and shadow metrics.
+    pub metrics: Arc<Metrics>,
+    /// Which outputs weir writes, and how.
+    pub outputs: Outputs,
+    /// Stale-cache guard of the slice path.
+    pub slice_tracker: SliceTracker,
+    /// Counters of the slice path.
+    pub slice_stats: SliceStats,
+}
+
+/// An admitted decision: what to write, and what the guest reported.
+struct Admitted {
+    action: Action,
+    plan: SlicePlan,
+    events: Vec<model::ServiceEvent>,
+    errors: Vec<String>,
+}
+
+impl Syncer {
+    /// Syncs one key: one guest call decides both outputs; Endpoints are written first, then
+    /// the EndpointSlices. A decision refused in either part writes nothing.
+    pub async fn sync(&self, key: &str) -> Result<SyncOutcome, SyncError> {
+        // Noted before the caches are read: a reset after this voids the decision.
+        let epoch = self.consistency.begin()?;
+        // The guest and its configuration as one pair: a swap may change both at once.
+        let active = self.guest.current_pair();
+        let (request, stored) = match self.reader().prepare(key, active.config)? {
+            Prepared::Done(outcome) => return Ok(outcome),
+            Prepared::Call { request, stored } => (*request, stored),
+        };
+        let guest = active.guest;
+        let renders_slices = guest.world().has_slices();
+        if self.outputs.endpoint_slices && !renders_slices {
+            self.slice_stats.note_no_slices(&guest);
+        }
+        let slices_on = self.outputs.endpoint_slices && renders_slices && request.service.is_some();
+        let stored_slices = if slices_on {
+            self.cache.slices.for_service(key)
+        } else {
+            Vec::new()
+        };
+        let request = self.reader().request(request, &stored_slices, slices_on);
+        let uid = request
+            .service
+            .as_ref()
+            .map(|s| s.uid.clone())
+            .unwrap_or_default();
+        let target = Target {
+            namespace: &request.namespace,
+            name: &request.name,
+            uid: &uid,
+        };
+        // The decision was made for this view of the Service; its slice writes follow it
+        // (no creates for a Service being deleted, R4.22a).
+        let deleting = request.service.as_ref().is_some_and(|s| s.deleting);
+        let max_addresses = guest.limits().max_addresses;
+        // Awaited on the worker: the call is a future bounded by its deadline whatever the
+        // guest does (see `Runtime::sandboxed`), so no blocking thread is needed.
+        let started = std::time::Instant::now();
+        let decision = guest.call(&request).await;
+        self.metrics
+            .guest_call_duration
+            .observe(started.elapsed().as_secs_f64());
+        let admitted = self
+            .admit(
+                target,
+                decision,
+                stored.as_deref(),
+                (&stored_slices, &request.pods),
+                max_addresses,
+                slices_on,
+            )
+            .await;
+        // Rollback judges the guest by every call that gave no usable decision: traps and
+        // timeouts, and also errors it returned and decisions validation refused.
+        self.health.record(guest.digest(), admitted.is_err());
+        let result = admitted
+            .as_ref()
+            .map_or_else(SyncError::call_result_label, |_| "ok");
+        self.metrics
+            .guest_calls
+            .get_or_create(&ResultLabel { result })
+            .inc();
+        let admitted = admitted?;
+        if let Some(shadow) = &self.shadow {
+            shadow.offer(Job {
+                key: key.to_string(),
+                uid: uid.clone(),
+                request: request.clone(),
+                action: admitted.action.clone(),
+                plan: admitted.plan.clone(),
+                stored: stored.clone(),
+                stored_slices: stored_slices.clone(),
+                max_addresses,
+            });
+        }
+        let outcome = self
+            .endpoints_output()
+            .write(key, target, admitted.action, epoch)
+            .await?;
+        let slice_writes = self
+            .slices_output()
+            .write(key, target, admitted.plan, deleting, epoch)
+            .await?;
+        if slice_writes > 0 {
+            tracing::info!(%key, writes = slice_writes, "endpoint slices written");
+        }
+        if slices_on {
+            self.report(key, target, &admitted.events, &admitted.errors)
+                .await?;
+        }
+        Ok(outcome)
+    }
+
+    /// Takes the decision apart and admits each output's part; a refused slice part is
+    /// recorded as such (a counter and an Event).
+    async fn admit(
+        &self,
+        target: Target<'_>,
+        decision: Result<model::Decision, crate::runtime::CallError>,
+        stored: Option<&k8s_openapi::api::core::v1::Endpoints>,
+        stored_slices: (
+            &[Arc<k8s_openapi::api::discovery::v1::EndpointSlice>],
+            &[model::Pod],
+        ),
+        max_addresses: usize,
+        slices_on: bool,
+    ) -> Result<Admitted, SyncError> {
+        // Taken apart, not cloned: each part goes where it is used.
+        let model::Decision {
+            endpoints,
+            slices,
+            errors,
+            events,
+        } = decision?;
+        let action = if self.outputs.endpoints {
+            admit::endpoints(target, endpoints, stored, max_addresses)?
+        } else {
+            Action::None
+        };
+        let plan = if slices_on {
+            let max = self.outputs.max_endpoints_per_slice;
+            match admit::slices(target, max, stored_slices, slices) {
+                Ok(plan) => plan,
+                Err(violation) => {
+                    admit::refuse_slices(&self.slice_stats, &self.events, target, &violation).await;
+                    return Err(violation.into());
+                }
+            }
+        } else {
+            SlicePlan::default()
+        };
+        Ok(Admitted {
+            action,
+            plan,
+            events,
+            errors,
+        })
+    }
+
+    /// Records the Events the guest asked for, and fails the sync (after its writes) when the
+    /// guest reported errors, so the key is retried.
+    async fn report(
+        &self,
+        key: &str,
+        target: Target<'_>,
+        events: &[model::ServiceEvent],
+        errors: &[String],
+    ) -> Result<(), SyncError> {
+        let Target {
+            namespace,
+            name,
+            uid,
+        } = target;
+        for event in events {
+            self.events
+                .record(
+                    namespace,
+                    name,
+                    uid,
+                    event.warning,
+                    &event.reason,
+                    &event.message,
+                )
+                .await;
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let errors = errors.join("; ");
+        let message = format!("Error updating Endpoint Slices for Service {key}: {errors}");
+        self.events
+            .warn(namespace, name, uid, FAILED_TO_UPDATE, &message)
+            .await;
+        Err(SyncError::Decision(errors))
+    }
+
+    /// Records how the shadow guest's decision compares with the live one of `job`.
+    pub fn compare_shadow(
+        &self,
+        job: &Job,
+        shadow: Result<model::Decision, crate::runtime::CallError>,
+    ) {
+        compare::compare_shadow(self.outputs, &self.metrics, job, shadow);
+    }
+
+    /// The Services of a slice event whose slice cache caught up with weir's writes (see
+    /// [`stale::slices_caught_up`]).
+    pub fn slices_caught_up(
+        &self,
+        old: Option<&k8s_openapi::api::discovery::v1::EndpointSlice>,
+        new: Option<&k8s_openapi::api::discovery::v1::EndpointSlice>,
+    ) -> Vec<String> {
+        stale::slices_caught_up(&self.slice_tracker, &self.cache, old, new)
+    }
+
+    /// What a sync of `key` starts from (see [`Reader::prepare`]), with the active guest's
+    /// configuration.
+    pub fn prepare(&self, key: &str) -> Result<Prepared, SyncError> {
+        self.reader().prepare(key, self.guest.config())
+    }
+
+    fn reader(&self) -> Reader<'_> {
+        Reader {
+            cache: &self.cache,
+            outputs: self.outputs,
+            trigger_times: &self.trigger_times,
+            stale: &self.stale,
+            slice_tracker: &self.slice_tracker,
+            stale_slice_syncs: &self.slice_stats.stale,
+        }
+    }
+
+    fn endpoints_output(&self) -> EndpointsOutput<'_> {
+        EndpointsOutput {
+            consistency: &self.consistency,
+            writer: &self.writer,
+            events: &self.events,
+            stale: &self.stale,
+            trigger_times: &self.trigger_times,
+            cache: &self.cache,
+            metrics: &self.metrics,
+        }
+    }
+
+    fn slices_output(&self) -> SlicesOutput<'_> {
+        SlicesOutput {
+            consistency: &self.consistency,
+            writer: &self.writer,
+            events: &self.events,
+            tracker: &self.slice_tracker,
+            stats: &self.slice_stats,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,264 @@
+//! The last stage of a sync: write an admitted decision, Endpoints first, then the
+//! EndpointSlices (spec §5.10–5.13; R4.22, R6). Every write first checks that the caches the
+//! decision came from are still the current epoch's.
+
+use super::super::cache::Cache;
+use super::super::consistency::{Epoch, ResetGate};
+use super::super::slice_tracker::SliceTracker;
+use super::super::writer::{EventRecorder, SliceWrite, Writer, Written, is_namespace_terminating};
+use super::admit::Target;
+use super::error::{SyncError, SyncOutcome};
+use super::slice_stats::{FAILED_TO_UPDATE, SliceStats};
+use super::stale::StaleTracker;
+use crate::metrics::{Metrics, WriteLabels};
+use crate::reconcile::trigger_time::TriggerTimeTracker;
+use crate::reconcile::validate::Action;
+use crate::reconcile::validate_slices::SlicePlan;
+
+/// What writing Endpoints touches.
+pub struct EndpointsOutput<'a> {
+    /// The epoch every write checks.
+    pub consistency: &'a ResetGate,
+    /// Where writes go.
+    pub writer: &'a Writer,
+    /// Failure events.
+    pub events: &'a EventRecorder,
+    /// Learns the resourceVersions weir writes.
+    pub stale: &'a StaleTracker,
+    /// Forgets a deleted key's trigger time.
+    pub trigger_times: &'a TriggerTimeTracker,
+    /// Forgets a deleted key's deletability.
+    pub cache: &'a Cache,
+    /// Counts writes.
+    pub metrics: &'a Metrics,
+}
+
+impl EndpointsOutput<'_> {
+    /// Writes the Endpoints decision, then logs and counts it (`weir_endpoints_writes`).
+    pub async fn write(
+        &self,
+        key: &str,
+        target: Target<'_>,
+        action: Action,
+        epoch: Epoch,
+    ) -> Result<SyncOutcome, SyncError> {
+        let outcome = self.store(key, target, action, epoch).await?;
+        if let SyncOutcome::Written(action) = outcome {
+            let result = match self.writer {
+                Writer::DryRun => "dry_run",
+                Writer::Api(..) => "success",
+            };
+            self.metrics
+                .writes
+                .get_or_create(&WriteLabels { action, result })
+                .inc();
+            tracing::info!(%key, action, "endpoints written");
+        }
+        Ok(outcome)
+    }
+
+    async fn store(
+        &self,
+        key: &str,
+        Target {
+            namespace,
+            name,
+            uid,
+        }: Target<'_>,
+        action: Action,
+        epoch: Epoch,
+    ) -> Result<SyncOutcome, SyncError> {
+        if !matches!(action, Action::None) {
+            self.consistency.check(epoch)?;
+        }
+        let write_error = |action: &'static str, source| SyncError::Write {
+            action,
+            key: key.to_string(),
+            source,
+        };
+        match action {
+            Action::None => Ok(SyncOutcome::Unchanged),
+            Action::Delete => {
+                let written = self
+                    .writer
+                    .delete(key, namespace, name)
+                    .await
+                    .map_err(|e| write_error("delete", e))?;
+                self.trigger_times.forget(key);
+                self.stale.forget(key);
+                self.cache.deleted(key);
+                // Already gone (our own delete coming back as an event): not a second write.
+                Ok(match written {
+                    Written::NotFound => SyncOutcome::Unchanged,
+                    _ => SyncOutcome::Written("delete"),
+                })
+            }
+            Action::Create(ep) => match self.writer.store(key, namespace, &ep, true).await {
+                Ok(written) => {
+                    if let Written::Stored(stored) = written {
+                        self.stale.wrote(key, stored.metadata.resource_version);
+                    }
+                    Ok(SyncOutcome::Written("create"))
+                }
+                Err(e) if is_namespace_terminating(&e) => {
+                    tracing::debug!(%key, "namespace is terminating; not creating endpoints");
+                    Ok(SyncOutcome::NamespaceTerminating)
+                }
+                Err(e) => {
+                    let message = format!("Failed to create endpoint for service {key}: {e}");
+                    self.events
+                        .warn(namespace, name, uid, "FailedToCreateEndpoint", &message)
+                        .await;
+                    Err(write_error("create", e))
+                }
+            },
+            Action::Update(ep) => {
+                let sent = ep.metadata.resource_version.clone().unwrap_or_default();
+                match self.writer.store(key, namespace, &ep, false).await {
+                    Ok(Written::Stored(stored)) => {
+                        if stored
+                            .metadata
+                            .resource_version
+                            .as_deref()
+                            .is_some_and(|rv| rv != sent)
+                        {
+                            self.stale.superseded(key, sent);
+                        }
+                        self.stale.wrote(key, stored.metadata.resource_version);
+                        Ok(SyncOutcome::Written("update"))
+                    }
+                    Ok(_) => Ok(SyncOutcome::Written("update")),
+                    Err(e) => {
+                        let message = format!("Failed to update endpoint {key}: {e}");
+                        self.events
+                            .warn(namespace, name, uid, "FailedToUpdateEndpoint", &message)
+                            .await;
+                        Err(write_error("update", e))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What writing EndpointSlices touches.
+pub struct SlicesOutput<'a> {
+    /// The epoch every write checks.
+    pub consistency: &'a ResetGate,
+    /// Where writes go.
+    pub writer: &'a Writer,
+    /// Failure events.
+    pub events: &'a EventRecorder,
+    /// Learns the generations weir writes.
+    pub tracker: &'a SliceTracker,
+    /// Counts writes.
+    pub stats: &'a SliceStats,
+}
+
+impl SlicesOutput<'_> {
+    /// Writes a validated plan: creates (none for a Service being deleted), then updates, then
+    /// deletes, stopping at the first failure. Returns how many writes were made.
+    pub async fn write(
+        &self,
+        key: &str,
+        target: Target<'_>,
+        plan: SlicePlan,
+        service_deleting: bool,
+        epoch: Epoch,
+    ) -> Result<usize, SyncError> {
+        let mut written = 0;
+        let result = self
+            .write_in_order(
+                key,
+                target.namespace,
+                plan,
+                (service_deleting, epoch),
+                &mut written,
+            )
+            .await;
+        if let Err(e) = &result
+            && !matches!(e, SyncError::Inconsistent(_))
+        {
+            let message = format!("Error updating Endpoint Slices for Service {key}: {e}");
+            self.events
+                .warn(
+                    target.namespace,
+                    target.name,
+                    target.uid,
+                    FAILED_TO_UPDATE,
+                    &message,
+                )
+                .await;
+        }
+        result.map(|()| written)
+    }
+
+    async fn write_in_order(
+        &self,
+        key: &str,
+        namespace: &str,
+        plan: SlicePlan,
+        (service_deleting, epoch): (bool, Epoch),
+        written: &mut usize,
+    ) -> Result<(), SyncError> {
+        let error = |action: &'static str, source| SyncError::SliceWrite {
+            action,
+            key: key.to_string(),
+            source,
+        };
+        // Creating slices for a Service the garbage collector is removing would race it.
+        let creates = if service_deleting {
+            Vec::new()
+        } else {
+            plan.create
+        };
+        for slice in creates {
+            self.consistency.check(epoch)?;
+            match self
+                .writer
+                .store_slice(key, SliceWrite::Create, &slice)
+                .await
+            {
+                Ok(stored) => {
+                    if let Some(stored) = stored {
+                        self.tracker.written(key, &stored);
+                    }
+                    self.stats.creates.inc();
+                    *written += 1;
+                }
+                Err(e) if is_namespace_terminating(&e) => {
+                    tracing::debug!(%key, "namespace is terminating; not creating endpoint slices");
+                    return Ok(());
+                }
+                Err(e) => return Err(error("create", e)),
+            }
+        }
+        for slice in plan.update {
+            self.consistency.check(epoch)?;
+            let stored = self
+                .writer
+                .store_slice(key, SliceWrite::Update, &slice)
+                .await
+                .map_err(|e| error("update", e))?;
+            if let Some(stored) = stored {
+                self.tracker.written(key, &stored);
+            }
+            self.stats.updates.inc();
+            *written += 1;
+        }
+        for delete in plan.delete {
+            self.consistency.check(epoch)?;
+            let deleted = self
+                .writer
+                .delete_slice(key, namespace, &delete.name, &delete.uid)
+                .await
+                .map_err(|e| error("delete", e))?;
+            if deleted {
+                self.tracker.deleted(key, &delete.uid);
+            }
+            self.stats.deletes.inc();
+            *written += 1;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,209 @@
+//! The canonical, comparable form of what a sync writes, and the diff text between two forms.
+//!
+//! Two decisions are "the same" when their canonical forms are equal: lists whose order the
+//! API server does not keep (addresses, ports, endpoints) become sorted sets, and what the
+//! server or the clock sets (`resourceVersion`, the last-change trigger time, deprecated
+//! topology) is left out. The case runner compares a case's `expect` with the guest's
+//! decision in this form, `weir diff` compares two guests, and the controller's shadow
+//! comparison compares the active guest's decision with the shadow's: one form for all three.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use serde_json::{Value, json};
+
+use super::validate::Action;
+use super::validate_slices::SlicePlan;
+
+/// Annotation left out of the form, since it carries a time.
+const TRIGGER_TIME: &str = weir_policy::well_known::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
+
+/// Sorts a JSON array by each element's text, so lists compare as sets.
+fn sorted(values: impl Iterator<Item = Value>) -> Value {
+    let mut keyed: Vec<(String, Value)> = values.map(|v| (v.to_string(), v)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    Value::Array(keyed.into_iter().map(|(_, v)| v).collect())
+}
+
+/// The canonical form of an Endpoints object: name, labels, annotations (without the
+/// trigger time), and subsets as a set of sets; the namespace when `with_namespace`.
+/// Server-set metadata is left out.
+pub fn endpoints(e: &core::Endpoints, with_namespace: bool) -> Value {
+    let address = |a: &core::EndpointAddress| {
+        let mut a = a.clone();
+        if let Some(r) = a.target_ref.as_mut() {
+            r.resource_version = None;
+        }
+        serde_json::to_value(a).unwrap_or(Value::Null)
+    };
+    let subsets = e.subsets.iter().flatten().map(|s| {
+        let ports = s.ports.iter().flatten().map(|p| {
+            let mut p = p.clone();
+            p.protocol.get_or_insert_with(|| "TCP".into());
+            serde_json::to_value(p).unwrap_or(Value::Null)
+        });
+        json!({
+            "addresses": sorted(s.addresses.iter().flatten().map(address)),
+            "notReadyAddresses": sorted(s.not_ready_addresses.iter().flatten().map(address)),
+            "ports": sorted(ports),
+        })
+    });
+    let mut annotations: BTreeMap<String, String> =
+        e.metadata.annotations.clone().unwrap_or_default();
+    annotations.remove(TRIGGER_TIME);
+    let mut out = json!({
+        "name": e.metadata.name,
+        "labels": e.metadata.labels.clone().unwrap_or_default(),
+        "annotations": annotations,
+        "subsets": sorted(subsets),
+    });
+    if with_namespace {
+        out["namespace"] = json!(e.metadata.namespace);
+    }
+    out
+}
+
+/// The canonical form of a slice: address type, ports and endpoints as sorted sets (no
+/// `targetRef.resourceVersion`, no `deprecatedTopology`), plus the name and labels when
+/// given.
+pub fn slice(
+    address_type: &str,
+    ports: &[discovery::EndpointPort],
+    endpoints: &[discovery::Endpoint],
+    name: Option<&str>,
+    labels: Option<&BTreeMap<String, String>>,
+) -> Value {
+    let endpoints = endpoints.iter().map(|e| {
+        let mut e = e.clone();
+        if let Some(r) = e.target_ref.as_mut() {
+            r.resource_version = None;
+        }
+        e.deprecated_topology = None;
+        serde_json::to_value(e).unwrap_or(Value::Null)
+    });
+    let ports = ports
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap_or(Value::Null));
+    let mut out = json!({
+        "addressType": address_type,
+        "ports": sorted(ports),
+        "endpoints": sorted(endpoints),
+    });
+    if let Some(name) = name {
+        out["name"] = json!(name);
+    }
+    if let Some(labels) = labels {
+        out["labels"] = json!(labels);
+    }
+    out
+}
+
+/// An Endpoints action as JSON: `{"action": ..., "endpoints": <Endpoints> | null}`.
+pub fn decision(action: &Action) -> Value {
+    json!({ "action": action.name(), "endpoints": action.endpoints() })
+}
+
+/// A unified line diff of two JSON values, pretty-printed as YAML and indented by four
+/// spaces, without hunk headers.
+pub fn diff(want: &Value, got: &Value) -> String {
+    let a = serde_yaml::to_string(want).unwrap_or_default();
+    let b = serde_yaml::to_string(got).unwrap_or_default();
+    similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .context_radius(3)
+        .to_string()
+        .lines()
+        .filter(|l| !l.starts_with("@@"))
+        .map(|l| format!("    {l}\n"))
+        .collect()
+}
+
+/// Whether two actions write the same thing (same action, same content in any order).
+pub fn same_action(a: &Action, b: &Action) -> bool {
+    a.name() == b.name()
+        && match (a.endpoints(), b.endpoints()) {
+            (Some(x), Some(y)) => endpoints(x, true) == endpoints(y, true),
+            _ => true,
+        }
+}
+
+/// A slice plan in a form where order does not matter, to compare two guests' decisions.
+pub fn slice_plan(plan: &SlicePlan) -> Vec<String> {
+    let canonical = |verb: &str, s: &discovery::EndpointSlice| {
+        let mut v = serde_json::to_value(s).unwrap_or_default();
+        for list in ["endpoints", "ports"] {
+            if let Some(items) = v.get_mut(list).and_then(|l| l.as_array_mut()) {
+                items.sort_by_key(|i| i.to_string());
+            }
+        }
+        if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("resourceVersion");
+        }
+        format!("{verb} {v}")
+    };
+    let mut out: Vec<String> = plan
+        .create
+        .iter()
+        .map(|s| canonical("create", s))
+        .chain(plan.update.iter().map(|s| canonical("update", s)))
+        .chain(plan.delete.iter().map(|d| format!("delete {}", d.name)))
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoints_of(v: Value) -> core::Endpoints {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn endpoints_compare_as_sets_without_server_fields() {
+        let a = endpoints_of(json!({
+            "metadata": {"name": "foo", "namespace": "ns", "resourceVersion": "1",
+                "annotations": {TRIGGER_TIME: "2025-01-02T03:04:05Z"}},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2",
+                "targetRef": {"kind": "Pod", "name": "b", "resourceVersion": "7"}}],
+                "ports": [{"port": 80}]}],
+        }));
+        let b = endpoints_of(json!({
+            "metadata": {"name": "foo", "namespace": "other"},
+            "subsets": [{"addresses": [{"ip": "10.0.0.2",
+                "targetRef": {"kind": "Pod", "name": "b", "resourceVersion": "9"}},
+                {"ip": "10.0.0.1"}], "ports": [{"port": 80, "protocol": "TCP"}]}],
+        }));
+        assert_eq!(endpoints(&a, false), endpoints(&b, false));
+        assert_ne!(
+            endpoints(&a, true),
+            endpoints(&b, true),
+            "namespaces differ"
+        );
+    }
+
+    #[test]
+    fn decision_names_the_action_and_its_object() {
+        let e = endpoints_of(json!({"metadata": {"name": "foo"}}));
+        assert_eq!(
+            decision(&Action::Create(e)),
+            json!({"action": "create", "endpoints": {"apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {"name": "foo"}}})
+        );
+        assert_eq!(
+            decision(&Action::Delete),
+            json!({"action": "delete", "endpoints": null})
+        );
+    }
+
+    #[test]
+    fn diff_marks_removed_and_added_lines() {
+        let text = diff(&json!({"a": 1, "b": 2}), &json!({"a": 1, "b": 3}));
+        assert!(text.contains("    -b: 2\n"), "{text}");
+        assert!(text.contains("    +b: 3\n"), "{text}");
+        assert!(text.contains("     a: 1\n"), "{text}");
+        assert!(diff(&json!([1]), &json!([1])).is_empty());
+    }
+}
