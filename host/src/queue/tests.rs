@@ -23,11 +23,11 @@ fn k(s: &str) -> String {
     s.to_owned()
 }
 
-/// Lets spawned tasks run up to their next await without moving time.
+/// Returns once every other task has run until it waits. On the paused clock time moves only
+/// when no task can make progress, so a 1 ms sleep ends exactly then (1 ms later, before any
+/// timer a test sets).
 async fn settle() {
-    for _ in 0..20 {
-        tokio::task::yield_now().await;
-    }
+    tokio::time::sleep(MS).await;
 }
 
 /// A hang fails the test instead of stalling it: the paused clock
