@@ -191,28 +191,6 @@ impl Convert<v1::Service> for v2::Service {
     }
 }
 
-impl Convert<v2::Service> for v1::Service {
-    fn convert(self) -> v2::Service {
-        v2::Service {
-            namespace: self.namespace,
-            name: self.name,
-            uid: self.uid,
-            labels: convert(self.labels),
-            annotations: convert(self.annotations),
-            creation_timestamp: self.creation_timestamp,
-            selector: self.selector.map(convert),
-            service_type: self.service_type,
-            cluster_ip: self.cluster_ip,
-            cluster_ips: self.cluster_ips,
-            ip_families: self.ip_families,
-            ports: convert(self.ports),
-            publish_not_ready_addresses: self.publish_not_ready_addresses,
-            traffic_distribution: None,
-            deleting: false,
-        }
-    }
-}
-
 impl Convert<v1::Pod> for v2::Pod {
     fn convert(self) -> v1::Pod {
         v1::Pod {
@@ -229,29 +207,6 @@ impl Convert<v1::Pod> for v2::Pod {
             phase: self.phase,
             conditions: convert(self.conditions),
             terminating: self.terminating,
-            container_ports: convert(self.container_ports),
-        }
-    }
-}
-
-impl Convert<v2::Pod> for v1::Pod {
-    fn convert(self) -> v2::Pod {
-        v2::Pod {
-            namespace: self.namespace,
-            name: self.name,
-            uid: self.uid,
-            labels: convert(self.labels),
-            annotations: convert(self.annotations),
-            node_name: self.node_name,
-            hostname: self.hostname,
-            subdomain: self.subdomain,
-            pod_ip: self.pod_ip,
-            pod_ips: self.pod_ips,
-            phase: self.phase,
-            conditions: convert(self.conditions),
-            terminating: self.terminating,
-            node_exists: false,
-            zone: None,
             container_ports: convert(self.container_ports),
         }
     }
