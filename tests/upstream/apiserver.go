@@ -22,11 +22,20 @@ const (
 
 // auditPolicy records every write to Endpoints and EndpointSlices (who, which object, the
 // response code) and nothing else: the conformance run counts each controller's writes from it,
-// including no-op updates, which leave no trace in etcd.
+// including no-op updates, which leave no trace in etcd. Updates are recorded with their
+// request and response objects, whose resourceVersions tell an update that changed nothing
+// (the server kept the stored version) from one that changed something.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
+- level: RequestResponse
+  verbs: ["update"]
+  resources:
+  - group: ""
+    resources: ["endpoints"]
+  - group: "discovery.k8s.io"
+    resources: ["endpointslices"]
 - level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
   resources:

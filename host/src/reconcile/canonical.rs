@@ -99,6 +99,38 @@ pub fn slice(
     out
 }
 
+/// Whether writing `update` over `stored` would change nothing but order and what [`slice`]
+/// leaves out: the same labels, annotations (the trigger time included: removing or moving it
+/// is a change), owner references, finalizers, address type, and ports and endpoints as sets.
+/// Such an update is not written (D15 of docs/upstream-behaviour.md §18): upstream's controller sends some of these,
+/// for example on every sync of a Service whose hints a zoneless endpoint removed.
+pub fn slice_unchanged(
+    update: &discovery::EndpointSlice,
+    stored: &discovery::EndpointSlice,
+) -> bool {
+    fn map(m: &Option<BTreeMap<String, String>>) -> Option<&BTreeMap<String, String>> {
+        m.as_ref().filter(|m| !m.is_empty())
+    }
+    fn list<T>(l: &Option<Vec<T>>) -> &[T] {
+        l.as_deref().unwrap_or_default()
+    }
+    let (u, s) = (&update.metadata, &stored.metadata);
+    let form = |it: &discovery::EndpointSlice| {
+        slice(
+            &it.address_type,
+            list(&it.ports),
+            list(&it.endpoints),
+            None,
+            None,
+        )
+    };
+    map(&u.labels) == map(&s.labels)
+        && map(&u.annotations) == map(&s.annotations)
+        && list(&u.owner_references) == list(&s.owner_references)
+        && list(&u.finalizers) == list(&s.finalizers)
+        && form(update) == form(stored)
+}
+
 /// An Endpoints action as JSON: `{"action": ..., "endpoints": <Endpoints> | null}`.
 pub fn decision(action: &Action) -> Value {
     json!({ "action": action.name(), "endpoints": action.endpoints() })
@@ -181,6 +213,59 @@ mod tests {
             endpoints(&a, true),
             endpoints(&b, true),
             "namespaces differ"
+        );
+    }
+
+    #[test]
+    fn an_update_changing_nothing_but_order_is_unchanged_and_any_field_is_a_change() {
+        let slice = |v: Value| -> discovery::EndpointSlice { serde_json::from_value(v).unwrap() };
+        let stored = slice(json!({
+            "metadata": {"name": "foo-a", "resourceVersion": "5", "uid": "u",
+                "labels": {"kubernetes.io/service-name": "foo"},
+                "annotations": {TRIGGER_TIME: "2025-01-02T03:04:05Z"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}],
+            "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"],
+                "hints": {"forZones": [{"name": "a"}]}}],
+        }));
+        let mut update = slice(json!({
+            "metadata": {"name": "foo-a", "resourceVersion": "5",
+                "labels": {"kubernetes.io/service-name": "foo"},
+                "annotations": {TRIGGER_TIME: "2025-01-02T03:04:05Z"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "b", "port": 81}, {"name": "a", "port": 80}],
+            "endpoints": [{"addresses": ["10.0.0.2"], "hints": {"forZones": [{"name": "a"}]}},
+                {"addresses": ["10.0.0.1"]}],
+        }));
+        assert!(
+            slice_unchanged(&update, &stored),
+            "order alone changes nothing"
+        );
+
+        let mut changed = update.clone();
+        changed.endpoints.as_mut().unwrap()[0].hints = None;
+        assert!(!slice_unchanged(&changed, &stored), "hints removed");
+        let mut changed = update.clone();
+        changed.metadata.annotations = None;
+        assert!(!slice_unchanged(&changed, &stored), "trigger time removed");
+        let mut changed = update.clone();
+        changed
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("x".into(), "y".into());
+        assert!(!slice_unchanged(&changed, &stored), "a label added");
+        let mut changed = update.clone();
+        changed.ports = Some(Vec::new());
+        assert!(!slice_unchanged(&changed, &stored), "ports dropped");
+
+        update.metadata.annotations = Some(BTreeMap::new());
+        let mut bare = stored.clone();
+        bare.metadata.annotations = None;
+        assert!(
+            slice_unchanged(&update, &bare),
+            "no annotations reads as empty ones"
         );
     }
 

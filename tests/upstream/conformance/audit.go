@@ -14,7 +14,7 @@ import (
 
 // auditLog follows the API server's audit log (kube-harness logs every write to Endpoints and
 // EndpointSlices there) and counts the successful writes per namespace. A no-op update leaves
-// no trace in etcd but is a request, so it is counted here. Scenarios running concurrently
+// no trace in etcd but is a request, so it is counted here, as "RESOURCE update-unchanged". Scenarios running concurrently
 // share one log; each reads the counts of its own namespaces.
 type auditLog struct {
 	file    *os.File
@@ -40,6 +40,26 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// Recorded for updates only (kube-harness's audit policy).
+	RequestObject  *objectVersion `json:"requestObject"`
+	ResponseObject *objectVersion `json:"responseObject"`
+}
+
+type objectVersion struct {
+	Metadata struct {
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+}
+
+// unchangedSuffix marks, in the write counts, the updates that changed nothing: the server
+// answered with the resourceVersion the request was made on, storing nothing.
+const unchangedSuffix = "-unchanged"
+
+// unchanged reports whether a successful update left the object as it was.
+func (e *auditEvent) unchanged() bool {
+	return e.Verb == "update" && e.RequestObject != nil && e.ResponseObject != nil &&
+		e.RequestObject.Metadata.ResourceVersion != "" &&
+		e.RequestObject.Metadata.ResourceVersion == e.ResponseObject.Metadata.ResourceVersion
 }
 
 func openAuditLog(path string) (*auditLog, error) {
@@ -115,7 +135,11 @@ func (a *auditLog) poll() error {
 		if a.writes[ns] == nil {
 			a.writes[ns] = map[string]int{}
 		}
-		a.writes[ns][event.ObjectRef.Resource+" "+event.Verb]++
+		verb := event.Verb
+		if event.unchanged() {
+			verb += unchangedSuffix
+		}
+		a.writes[ns][event.ObjectRef.Resource+" "+verb]++
 	}
 }
 

@@ -168,3 +168,75 @@ func TestWhichEndpointsOfAZoneCarryItsGivenAwayHintsIsNoDifference(t *testing.T)
 		t.Errorf("two endpoints hinted for zone-c where upstream hinted one: diffs %v, want one", diffs)
 	}
 }
+
+func TestUpstreamsUpdatesThatChangeNothingAreD15AndWeirsAreADifference(t *testing.T) {
+	event := func(requestRV, responseRV string) auditEvent {
+		e := auditEvent{Verb: "update", RequestObject: &objectVersion{}, ResponseObject: &objectVersion{}}
+		e.RequestObject.Metadata.ResourceVersion = requestRV
+		e.ResponseObject.Metadata.ResourceVersion = responseRV
+		return e
+	}
+	if e := event("7", "7"); !e.unchanged() {
+		t.Error("an update answered with the version it was made on changed nothing")
+	}
+	if e := event("7", "8"); e.unchanged() {
+		t.Error("an update answered with a new version changed something")
+	}
+	if e := (auditEvent{Verb: "update"}); e.unchanged() {
+		t.Error("an update recorded without its objects is counted as a change")
+	}
+
+	upstream := map[string]int{"endpointslices update": 1, "endpointslices update" + unchangedSuffix: 2}
+	diffs := compareWrites("step 1", upstream, map[string]int{"endpointslices update": 1})
+	if len(diffs) != 1 || diffs[0].deviation != "D15" {
+		t.Errorf("upstream's two updates that changed nothing are D15 and the rest equal: %+v", diffs)
+	}
+	diffs = compareWrites("step 1", map[string]int{"endpointslices update": 1}, upstream)
+	if len(diffs) != 1 || diffs[0].deviation != "" {
+		t.Errorf("weir's updates that changed nothing are a difference: %+v", diffs)
+	}
+	diffs = compareWrites("step 1", upstream, map[string]int{"endpointslices update": 2})
+	if len(diffs) != 2 || !hasUnexplained(diffs) {
+		t.Errorf("a different number of updates that change something stays unexplained: %+v", diffs)
+	}
+}
+
+func TestANodeRemovalSyncOfAnAutoServiceIsD10WhenUpstreamsNextSyncWritesTheSame(t *testing.T) {
+	removal := &step{kind: stepDeleteNode, name: "node-seed-1"}
+	touch := &step{kind: stepTouchService, name: "svc"}
+	auto := map[string]bool{"svc": true, "plain": false}
+	// weir syncs svc at the removal (D10): its endpoint on the removed Node loses its zone;
+	// upstream's keeps it until the touch.
+	lagging := endpointSlice("svc", 80, "10.0.0.1")
+	lagging.Endpoints[0].Zone = new(string)
+	*lagging.Endpoints[0].Zone = "zone-b"
+	current := endpointSlice("svc", 80, "10.0.0.1")
+	weirAfterRemoval := slicesState(current)
+
+	diffs, _ := compareStates(slicesState(lagging), weirAfterRemoval, sized)
+	writes := compareWrites("removal", map[string]int{}, map[string]int{"endpointslices update": 1})
+	for _, d := range classifyNodeRemoval(removal, append(diffs, writes...), auto, nil, state{}, sized) {
+		if d.deviation != "D10" {
+			t.Errorf("at the removal: %q unexplained, want D10", d.what)
+		}
+	}
+	plain, _ := compareStates(slicesState(endpointSlice("plain", 80, "10.0.0.9")), slicesState(endpointSlice("plain", 80, "10.0.0.8")), sized)
+	if d := classifyNodeRemoval(removal, plain, auto, nil, state{}, sized); d[0].deviation != "" {
+		t.Errorf("a difference of a Service not asking for hints was classified %s", d[0].deviation)
+	}
+
+	pending := &nodeRemovalSync{weir: weirAfterRemoval, extraSliceWrites: 1}
+	classified := func(upstream state, writes int) string {
+		d := classifyNodeRemoval(touch, compareWrites("touch", map[string]int{"endpointslices update": writes}, map[string]int{}), auto, pending, upstream, sized)
+		return d[0].deviation
+	}
+	if got := classified(slicesState(current), 1); got != "D10" {
+		t.Errorf("upstream's next sync wrote what weir's removal sync did: %q, want D10", got)
+	}
+	if got := classified(slicesState(lagging), 1); got != "" {
+		t.Errorf("upstream's next sync wrote other slices: %q, want unexplained", got)
+	}
+	if got := classified(slicesState(current), 2); got != "" {
+		t.Errorf("upstream's next sync wrote more slices than weir did: %q, want unexplained", got)
+	}
+}

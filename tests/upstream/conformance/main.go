@@ -193,8 +193,7 @@ func observe(into map[string]bool, st state, sc *scenario) {
 	}
 	auto := map[string]bool{}
 	for _, svc := range sc.services {
-		mode := svc.Annotations[topologyModeKey]
-		auto[svc.Name] = mode == "Auto" || mode == "auto"
+		auto[svc.Name] = asksForTopologyAwareHints(svc)
 	}
 	for key, slices := range st.slices {
 		for _, s := range slices {
@@ -256,6 +255,13 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	// handEdit is what weir's D3 sync of a hand-edited Endpoints wrote to the Service's slices,
 	// until upstream's next sync of the Service (the touch step) confirms it.
 	var handEdit *handEditSync
+	// nodeRemoval is what weir's D10 syncs at a Node removal wrote to the slices of the Services
+	// asking for topology-aware hints, until upstream's next syncs (the touches) confirm it.
+	var nodeRemoval *nodeRemovalSync
+	auto := map[string]bool{}
+	for _, svc := range s.services {
+		auto[svc.Name] = asksForTopologyAwareHints(svc)
+	}
 	check := func(point string, st *step) error {
 		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
 			return err
@@ -279,7 +285,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			observe(observed, upState, s)
 			var raw []difference
 			raw, regrouped = compareStates(upState, weirState, unsized)
-			diffs = classifyHandEdit(st, raw, handEdit, upState, unsized)
+			diffs = classifyNodeRemoval(st, classifyHandEdit(st, raw, handEdit, upState, unsized), auto, nodeRemoval, upState, unsized)
 			if !hasUnexplained(diffs) || time.Now().After(settled) {
 				break
 			}
@@ -303,7 +309,8 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			for i := range writes {
 				writes[i].undetermined = len(grouped) > 0 && writes[i].resource == "endpointslices"
 			}
-			diffs = append(diffs, classifyHandEdit(st, writes, handEdit, upState, unsized)...)
+			writes = classifyHandEdit(st, writes, handEdit, upState, unsized)
+			diffs = append(diffs, classifyNodeRemoval(st, writes, auto, nodeRemoval, upState, unsized)...)
 		}
 		upBefore, weirBefore = upNow, weirNow
 		var unexplained []string
@@ -326,6 +333,17 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		if st != nil && st.kind == stepEditEndpoints {
 			handEdit = &handEditSync{service: st.name, weir: weirState,
 				extraSliceWrites: weirWrites["endpointslices"] - upWrites["endpointslices"]}
+		}
+		switch {
+		case st != nil && st.kind == stepDeleteNode:
+			nodeRemoval = &nodeRemovalSync{weir: weirState,
+				extraSliceWrites: weirWrites["endpointslices"] - upWrites["endpointslices"]}
+		case st != nil && st.kind == stepTouchService && nodeRemoval != nil:
+			// The touches of the Services asking for hints follow the removal one by one; each
+			// confirms a part of weir's extra writes.
+			nodeRemoval.extraSliceWrites -= upWrites["endpointslices"] - weirWrites["endpointslices"]
+		default:
+			nodeRemoval = nil
 		}
 		return nil
 	}
@@ -482,9 +500,15 @@ type handEditSync struct {
 // reachedBy reports whether upstream's slices of the Service, after its next sync, are those
 // weir wrote in the sync of the hand edit (compared as compareStates does).
 func (h *handEditSync) reachedBy(upstream state, unsized func(key string) bool) bool {
-	diffs, _ := compareStates(upstream, h.weir, unsized)
+	return reachedBy(upstream, h.weir, h.service, unsized)
+}
+
+// reachedBy reports whether upstream's slices of service are those of weir's state (compared as
+// compareStates does).
+func reachedBy(upstream, weir state, service string, unsized func(key string) bool) bool {
+	diffs, _ := compareStates(upstream, weir, unsized)
 	for _, d := range diffs {
-		if strings.HasPrefix(d.slices, h.service+"/") {
+		if strings.HasPrefix(d.slices, service+"/") {
 			return false
 		}
 	}
@@ -513,7 +537,7 @@ func classifyHandEdit(st *step, diffs []difference, pending *handEditSync, upstr
 			diffs[i].deviation = "D3"
 		case st.kind == stepEditEndpoints && d.resource == "endpointslices" && d.weirWrites > d.upstreamWrites:
 			diffs[i].deviation = "D3"
-		case st.kind == stepTouchService && d.resource == "endpoints" && d.upstreamWrites == d.weirWrites+1:
+		case st.kind == stepTouchService && pending != nil && d.resource == "endpoints" && d.upstreamWrites == d.weirWrites+1:
 			diffs[i].deviation = "D3"
 		case st.kind == stepTouchService && d.resource == "endpointslices" && pending != nil && pending.service == st.name &&
 			pending.extraSliceWrites > 0 && d.upstreamWrites-d.weirWrites == pending.extraSliceWrites && pending.reachedBy(upstream, unsized):
@@ -521,6 +545,57 @@ func classifyHandEdit(st *step, diffs []difference, pending *handEditSync, upstr
 		}
 	}
 	return diffs
+}
+
+// nodeRemovalSync is what weir wrote at a Node removal to the slices of the Services asking for
+// topology-aware hints: weir syncs them when a Node goes (D10 of docs/upstream-behaviour.md §18),
+// so an endpoint on the removed Node loses its zone or its endpoint at once (R2.10 of
+// upstream-endpointslices.md), where upstream, which does not sync them for that, writes the same
+// at each one's next sync.
+type nodeRemovalSync struct {
+	// weir is weir's namespace after the removal.
+	weir state
+	// extraSliceWrites is how many more slice writes weir made than upstream for the removal,
+	// less those the touches so far confirmed.
+	extraSliceWrites int
+}
+
+// classifyNodeRemoval recognises D10 around the removal of a Node: at the removal, differences
+// of the slices of Services asking for topology-aware hints and weir's extra slice writes; at the
+// touch of such a Service that follows (which makes upstream sync it), upstream's extra slice
+// writes, when they are no more than weir's were and upstream's slices of the Service are then
+// those weir wrote at the removal. auto tells the Services asking for hints. Any other
+// difference stays unexplained.
+func classifyNodeRemoval(st *step, diffs []difference, auto map[string]bool, pending *nodeRemovalSync, upstream state, unsized func(key string) bool) []difference {
+	if st == nil {
+		return diffs
+	}
+	for i, d := range diffs {
+		if d.deviation != "" {
+			continue
+		}
+		service := strings.Split(d.slices, "/")[0]
+		switch {
+		case st.kind == stepDeleteNode && d.slices != "" && auto[service]:
+			diffs[i].deviation = "D10"
+		case st.kind == stepDeleteNode && d.resource == "endpointslices" && d.weirWrites > d.upstreamWrites && anyTrue(auto):
+			diffs[i].deviation = "D10"
+		case st.kind == stepTouchService && auto[st.name] && pending != nil && d.resource == "endpointslices" &&
+			d.upstreamWrites > d.weirWrites && d.upstreamWrites-d.weirWrites <= pending.extraSliceWrites &&
+			reachedBy(upstream, pending.weir, st.name, unsized):
+			diffs[i].deviation = "D10"
+		}
+	}
+	return diffs
+}
+
+func anyTrue(m map[string]bool) bool {
+	for _, v := range m {
+		if v {
+			return true
+		}
+	}
+	return false
 }
 
 func hasUnexplained(diffs []difference) bool {
@@ -575,24 +650,51 @@ func subtract(now, before map[string]int) map[string]int {
 	return out
 }
 
-// perResource sums counts ("endpoints update") per resource ("endpoints").
+// perResource sums counts ("endpoints update") per resource ("endpoints"), leaving out the
+// updates that changed nothing (see unchangedPerResource).
 func perResource(counts map[string]int) map[string]int {
 	out := map[string]int{}
 	for k, v := range counts {
-		out[strings.Fields(k)[0]] += v
+		if !strings.HasSuffix(k, unchangedSuffix) {
+			out[strings.Fields(k)[0]] += v
+		}
+	}
+	return out
+}
+
+// unchangedPerResource sums the updates that changed nothing per resource.
+func unchangedPerResource(counts map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range counts {
+		if strings.HasSuffix(k, unchangedSuffix) {
+			out[strings.Fields(k)[0]] += v
+		}
 	}
 	return out
 }
 
 // compareWrites compares the successful writes each side made for one change, per resource.
+// Updates that changed nothing are compared apart: weir never sends one (D15 of
+// docs/upstream-behaviour.md §18), so upstream's are D15 and any of weir's is a difference.
 func compareWrites(point string, upstream, weir map[string]int) []difference {
 	u, w := perResource(upstream), perResource(weir)
 	var diffs []difference
+	describe := func() string {
+		return fmt.Sprintf("for %s: upstream %s, weir %s", point, describeWrites(upstream), describeWrites(weir))
+	}
 	for _, resource := range unionKeys(u, w) {
 		if u[resource] != w[resource] {
 			diffs = append(diffs, difference{resource: resource, upstreamWrites: u[resource], weirWrites: w[resource],
-				what: fmt.Sprintf("%s writes for %s: upstream %s, weir %s", resource, point, describeWrites(upstream), describeWrites(weir))})
+				what: fmt.Sprintf("%s writes %s", resource, describe())})
 		}
+	}
+	uu, wu := unchangedPerResource(upstream), unchangedPerResource(weir)
+	for _, resource := range unionKeys(uu, wu) {
+		d := difference{what: fmt.Sprintf("%s updates that changed nothing %s", resource, describe())}
+		if wu[resource] == 0 {
+			d.deviation = "D15"
+		}
+		diffs = append(diffs, d)
 	}
 	sort.Slice(diffs, func(i, j int) bool { return diffs[i].what < diffs[j].what })
 	return diffs

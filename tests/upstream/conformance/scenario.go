@@ -145,6 +145,17 @@ func generate(seed uint64, topologyAuto bool) *scenario {
 				g.s.steps = append(g.s.steps, st, step{kind: stepTouchService, name: st.name, touch: len(g.s.steps)})
 				continue
 			}
+			if st.kind == stepDeleteNode {
+				// weir re-syncs a Service asking for topology-aware hints when a Node goes (D10),
+				// upstream at the Service's next sync: a touch of each such Service brings it.
+				g.s.steps = append(g.s.steps, st)
+				for _, svc := range g.s.services {
+					if asksForTopologyAwareHints(svc) {
+						g.s.steps = append(g.s.steps, step{kind: stepTouchService, name: svc.Name, touch: len(g.s.steps)})
+					}
+				}
+				continue
+			}
 			if st.kind == stepDeletePod {
 				// The API server turns a DELETE of a running pod into an update that marks it
 				// terminating, then the removal; a controller may or may not see the first
@@ -448,4 +459,11 @@ func cloneMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// asksForTopologyAwareHints reports whether svc's topology-mode annotation asks for
+// topology-aware hints (upstream-endpointslices.md R5.1).
+func asksForTopologyAwareHints(svc *corev1.Service) bool {
+	mode := svc.Annotations[topologyModeKey]
+	return mode == "Auto" || mode == "auto"
 }

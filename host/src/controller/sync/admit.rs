@@ -10,6 +10,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use super::super::writer::EventRecorder;
 use super::slice_stats::{REFUSED, SliceStats};
 use crate::model;
+use crate::reconcile::canonical;
 use crate::reconcile::validate::{Action, Violation, validate};
 use crate::reconcile::validate_slices::{SliceContext, SlicePlan, SliceViolation};
 
@@ -58,7 +59,30 @@ pub fn slices(
         max_endpoints_per_slice,
         pods,
     };
-    crate::reconcile::validate_slices::plan(&ctx, changes)
+    let mut plan = crate::reconcile::validate_slices::plan(&ctx, changes)?;
+    drop_unchanged_updates(&mut plan, &stored);
+    Ok(plan)
+}
+
+/// Leaves out the updates that would change nothing (D15 of docs/upstream-behaviour.md §18):
+/// upstream writes them, and the API server answers each without storing anything, but each is
+/// a request, and a Service whose sync repeats one (a zoneless endpoint removing its hints, on
+/// every Node change under D10) would send a stream of them.
+fn drop_unchanged_updates(plan: &mut SlicePlan, stored: &[&EndpointSlice]) {
+    plan.update.retain(|update| {
+        let name = update.metadata.name.as_deref();
+        let unchanged = stored
+            .iter()
+            .find(|s| s.metadata.name.as_deref() == name)
+            .is_some_and(|old| canonical::slice_unchanged(update, old));
+        if unchanged {
+            tracing::debug!(
+                slice = name.unwrap_or(""),
+                "slice update changes nothing; not written"
+            );
+        }
+        !unchanged
+    });
 }
 
 /// Records a refused slice decision: a counter and an Event on the Service.

@@ -199,6 +199,20 @@ async fn s73_case(s: &Syncer) {
     );
 }
 
+/// Caches a ready, running pod `name` of the `app: web` Service on `node` at `ip`.
+fn apply_ready_pod(s: &Syncer, name: &str, node: &str, ip: &str) {
+    let pod: core::Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                     "labels": {"app": "web"}},
+        "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+        "status": {"phase": "Running", "podIPs": [{"ip": ip}],
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    s.cache
+        .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
+}
+
 /// The slice plan a sync of `ns/s` would write, without writing it.
 async fn slice_plan(s: &Syncer) -> SlicePlan {
     let Prepared::Call { request, .. } = s.prepare("ns/s").unwrap() else {
@@ -221,15 +235,7 @@ async fn slice_plan(s: &Syncer) -> SlicePlan {
 async fn s97_a_zone_added_to_a_node_appears_at_the_services_next_sync() {
     let s = syncer();
     s.cache.apply_service(&ipv4_service());
-    let pod: core::Pod = serde_json::from_value(json!({
-        "metadata": {"name": "p1", "namespace": "ns", "uid": "uid-1", "labels": {"app": "web"}},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c"}]},
-        "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.1"}],
-                   "conditions": [{"type": "Ready", "status": "True"}]}
-    }))
-    .unwrap();
-    s.cache
-        .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
+    apply_ready_pod(&s, "p1", "node-1", "10.1.0.1");
     let node = |zone: Option<&str>| crate::controller::slices::NodeView {
         zone: zone.map(str::to_string),
         ready: true,
@@ -453,4 +459,71 @@ fn target(uid: &str) -> admit::Target<'_> {
         name: "s",
         uid,
     }
+}
+
+/// D15 (F4 of docs/real-kubernetes.md): a Service asking for topology-aware hints with a ready
+/// endpoint on a Node without a zone. Each sync copies its hintless slice into the updates
+/// (R5.12) and then removes every hint (R5.13), so the guest, like upstream, decides an update
+/// that changes nothing; the host leaves it out.
+#[tokio::test]
+async fn d15_an_update_that_changes_nothing_is_not_written() {
+    let s = syncer();
+    let mut svc = ipv4_service();
+    svc.metadata.annotations = Some(
+        [(
+            "service.kubernetes.io/topology-mode".to_string(),
+            "Auto".to_string(),
+        )]
+        .into(),
+    );
+    s.cache.apply_service(&svc);
+    // Two zones, enough endpoints for both, and one ready endpoint on the zoneless node-0.
+    for i in 0..7 {
+        let (name, node, ip) = (
+            format!("p{i}"),
+            format!("node-{}", i % 3),
+            format!("10.1.0.{}", i + 1),
+        );
+        apply_ready_pod(&s, &name, &node, &ip);
+    }
+    let node = |zone: Option<&str>| crate::controller::slices::NodeView {
+        zone: zone.map(str::to_string),
+        ready: zone.is_some(),
+        cpu_millis: 1000,
+        control_plane: false,
+    };
+    // A Node without a zone that is not ready does not count for the allocations (R5.10).
+    s.cache.nodes.apply("node-0", node(None));
+    s.cache.nodes.apply("node-1", node(Some("zone-a")));
+    s.cache.nodes.apply("node-2", node(Some("zone-b")));
+    // Store what each write would leave, as the API server would, until a sync writes nothing.
+    let mut plan = slice_plan(&s).await;
+    assert_eq!((plan.create.len(), plan.update.len()), (1, 0));
+    let mut stored = plan.create.remove(0);
+    stored.metadata.name = Some("s-abcde".into());
+    stored.metadata.uid = Some("slice-uid".into());
+    for version in 1.. {
+        stored.metadata.resource_version = Some(version.to_string());
+        s.cache.slices.apply(stored.clone());
+        let mut plan = slice_plan(&s).await;
+        if plan.is_empty() {
+            break;
+        }
+        assert!(
+            version < 3,
+            "a sync still writes after {version} writes: {plan:?}"
+        );
+        stored = plan.update.remove(0);
+    }
+    // The guest still decides upstream's update (R4.22 writes every one); nothing is written.
+    let Prepared::Call { request, .. } = s.prepare("ns/s").unwrap() else {
+        panic!("a selecting Service calls the guest");
+    };
+    let slices = s.cache.slices.for_service("ns/s");
+    let request = s.reader().request(*request, &slices, true);
+    let decision = s.guest.current().call(&request).await.unwrap();
+    assert_eq!(decision.slices.update.len(), 1, "upstream's no-op update");
+    let writes = slice_writes(&s);
+    s.sync("ns/s").await.unwrap();
+    assert_eq!(slice_writes(&s), writes, "nothing written");
 }
