@@ -39,6 +39,9 @@ type options struct {
 	rival string
 	// guest is weir's --guest; empty leaves weir's default guest.
 	guest string
+	// spec lists the scenarios of upstream-endpointslices.md §11 to run (spec.go): "all", or
+	// ids separated by commas; empty runs none.
+	spec string
 }
 
 func main() {
@@ -53,6 +56,7 @@ func main() {
 	flag.BoolVar(&o.topologyAuto, "topology-auto", false, "also generate Services whose topology-mode annotation asks for hints (Auto), where weir differs from upstream today (docs/real-kubernetes.md, open findings)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the harness directory (logs, audit log) in place")
 	flag.StringVar(&o.guest, "guest", "", "weir's --guest (a .wasm file or builtin:NAME), to try a guest built apart from the weir binary; empty runs the default guest the binary embeds")
+	flag.StringVar(&o.spec, "spec", "", "also run the scenarios of docs/upstream-endpointslices.md §11 that a real cluster can express: all, or ids such as S04,S19 (ids it cannot express are refused with the reason)")
 	flag.StringVar(&o.rival, "rival", "weir", "what serves the second namespace: weir, or upstream (upstream's controllers against a second copy of themselves, to see what of their output is reproducible)")
 	flag.Parse()
 	if o.harness == "" || o.weir == "" {
@@ -63,11 +67,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "conformance: --rival is weir or upstream, not %q\n", o.rival)
 		os.Exit(2)
 	}
-	if o.scenarios < 1 || o.parallel < 1 || o.quiet <= 0 {
-		fmt.Fprintln(os.Stderr, "conformance: --scenarios and --parallel must be at least 1 and --quiet positive")
+	if o.scenarios < 0 || (o.scenarios == 0 && o.spec == "") || o.parallel < 1 || o.quiet <= 0 {
+		fmt.Fprintln(os.Stderr, "conformance: --scenarios must be at least 1 (or 0 with --spec), --parallel at least 1 and --quiet positive")
 		os.Exit(2)
 	}
-	passed, failed, err := run(o)
+	spec, err := selectSpec(o.spec)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: --spec: %v\n", err)
+		os.Exit(2)
+	}
+	if o.spec != "" {
+		fmt.Println(describeSpecSelection(spec, o.spec == "all"))
+	}
+	passed, failed, err := run(o, spec)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 	}
@@ -77,7 +89,7 @@ func main() {
 	}
 }
 
-func run(o options) (passed, failed int, err error) {
+func run(o options, spec []*scenario) (passed, failed int, err error) {
 	dir, err := os.MkdirTemp("", "weir-conformance-")
 	if err != nil {
 		return 0, 0, err
@@ -125,14 +137,22 @@ func run(o options) (passed, failed int, err error) {
 	// Scenarios share the API server and its Nodes, and nothing else: each has its own pair of
 	// namespaces and its own controller processes, and waits for quiet in its namespaces only.
 	var mu sync.Mutex
+	// Generated scenarios come first, then the spec's; each has its index, which names its
+	// namespaces.
 	indices := make(chan int)
+	scenarioAt := func(i int) *scenario {
+		if i < o.scenarios {
+			return generate(o.seed+uint64(i), o.topologyAuto)
+		}
+		return spec[i-o.scenarios]
+	}
 	var workers sync.WaitGroup
 	for range o.parallel {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
 			for i := range indices {
-				s := generate(o.seed+uint64(i), o.topologyAuto)
+				s := scenarioAt(i)
 				observed := map[string]bool{}
 				r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i, observed)
 				mu.Lock()
@@ -150,16 +170,16 @@ func run(o options) (passed, failed int, err error) {
 				rewrites += r.rewrites
 				if r.err != nil {
 					failed++
-					fmt.Printf("FAIL scenario seed=%d: %v\n", s.seed, r.err)
+					fmt.Printf("FAIL %s: %v\n", s.label(), r.err)
 				} else {
 					passed++
-					fmt.Printf("ok   scenario seed=%d (%d services, %d pods, %d steps)\n", s.seed, len(s.services), len(s.pods), len(s.steps))
+					fmt.Printf("ok   %s (%d services, %d pods, %d steps)\n", s.label(), len(s.services), len(s.pods), len(s.steps))
 				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for i := range o.scenarios {
+	for i := range o.scenarios + len(spec) {
 		indices <- i
 	}
 	close(indices)
@@ -219,30 +239,43 @@ func (r result) failed(err error) result {
 
 func runScenario(ctx context.Context, o options, dir, kubeconfig string, client kubernetes.Interface,
 	audit *auditLog, s *scenario, index int, observed map[string]bool) (r result) {
-	upNS, weirNS := fmt.Sprintf("s%d-upstream", index), fmt.Sprintf("s%d-weir", index)
+	prefix := fmt.Sprintf("s%d", index)
+	if s.id != "" {
+		prefix = strings.ToLower(s.id)
+	}
+	upNS, weirNS := prefix+"-upstream", prefix+"-weir"
 	if o.rival == "upstream" {
-		weirNS = fmt.Sprintf("s%d-upstream-again", index)
+		weirNS = prefix + "-upstream-again"
 	}
 	for _, ns := range []string{upNS, weirNS} {
 		if err := createNamespace(ctx, client, ns); err != nil {
 			return result{err: err}
 		}
 	}
-	upstream, err := startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+".log"))
-	if err != nil {
-		return result{err: err}
+	var upstream, weir *process
+	defer func() {
+		for _, p := range []*process{upstream, weir} {
+			if p != nil {
+				r.err = errors.Join(r.err, p.stop())
+			}
+		}
+	}()
+	startBoth := func() (err error) {
+		if upstream, err = startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+".log")); err != nil {
+			return err
+		}
+		if o.rival == "upstream" {
+			weir, err = startControllers(o.harness, kubeconfig, weirNS, filepath.Join(dir, weirNS+".log"))
+		} else {
+			weir, err = startWeir(o.weir, o.guest, kubeconfig, weirNS, dir, weirNS+".log")
+		}
+		return err
 	}
-	defer func() { r.err = errors.Join(r.err, upstream.stop()) }()
-	var weir *process
-	if o.rival == "upstream" {
-		weir, err = startControllers(o.harness, kubeconfig, weirNS, filepath.Join(dir, weirNS+".log"))
-	} else {
-		weir, err = startWeir(o.weir, o.guest, kubeconfig, weirNS, dir, weirNS+".log")
+	if !s.startLate {
+		if err := startBoth(); err != nil {
+			return result{err: err}
+		}
 	}
-	if err != nil {
-		return result{err: err}
-	}
-	defer func() { r.err = errors.Join(r.err, weir.stop()) }()
 
 	// Writes are compared per step: the initial state arrives as a burst of creations that each
 	// side coalesces by its own timing, while one change on a quiet cluster must cost both sides
@@ -272,7 +305,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		var diffs []difference
 		var upState, weirState state
 		var regrouped map[string]bool
-		unsized := func(key string) bool { return st == nil || grouped[key] }
+		// The initial state of a scenario that starts the controllers late is one sync of a
+		// stored state, whose sizes are determined.
+		unsized := func(key string) bool { return (st == nil && !s.startLate) || grouped[key] }
 		settled := time.Now().Add(o.settle)
 		for {
 			var err error
@@ -286,6 +321,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			var raw []difference
 			raw, regrouped = compareStates(upState, weirState, unsized)
 			diffs = classifyNodeRemoval(st, classifyHandEdit(st, raw, handEdit, upState, unsized), auto, nodeRemoval, upState, unsized)
+			diffs = classifySliceLeaves(st, diffs)
 			if !hasUnexplained(diffs) || time.Now().After(settled) {
 				break
 			}
@@ -310,6 +346,11 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 				writes[i].undetermined = len(grouped) > 0 && writes[i].resource == "endpointslices"
 			}
 			writes = classifyHandEdit(st, writes, handEdit, upState, unsized)
+			ownLabels, err := carriesOwnLabels(ctx, client, upNS)
+			if err != nil {
+				return err
+			}
+			writes = classifyOwnLabels(classifySliceLeaves(st, writes), ownLabels)
 			diffs = append(diffs, classifyNodeRemoval(st, writes, auto, nodeRemoval, upState, unsized)...)
 		}
 		upBefore, weirBefore = upNow, weirNow
@@ -351,9 +392,31 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err := createScenarioNode(ctx, client, s); err != nil {
 		return result{err: err}
 	}
-	defer func() { r.err = errors.Join(r.err, deleteNode(ctx, client, s.node)) }()
+	defer func() { r.err = errors.Join(r.err, deleteNode(ctx, client, s.node), deleteSpecNodes(ctx, client, s)) }()
+	if err := createSpecNodes(ctx, client, s); err != nil {
+		return result{err: err}
+	}
 	for _, ns := range []string{upNS, weirNS} {
 		if err := applyInitial(ctx, client, ns, s); err != nil {
+			return result{err: err}
+		}
+		if err := storeSlices(ctx, client, ns, s); err != nil {
+			return result{err: fmt.Errorf("in %s: %w", ns, err)}
+		}
+	}
+	if s.startLate {
+		// The writes of the first sync count from the stored state on.
+		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
+			return result{err: err}
+		}
+		var err error
+		if upBefore, err = audit.counts(upNS); err != nil {
+			return result{err: err}
+		}
+		if weirBefore, err = audit.counts(weirNS); err != nil {
+			return result{err: err}
+		}
+		if err := startBoth(); err != nil {
 			return result{err: err}
 		}
 	}
