@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -194,4 +195,123 @@ func describeSpecSelection(selected []*scenario, all bool) string {
 	}
 	sort.Strings(ids)
 	return fmt.Sprintf("%s, %d not expressible on a real cluster (docs/real-kubernetes.md): %s", line, len(ids), strings.Join(ids, " "))
+}
+
+func ipv6Only(svc *corev1.Service) {
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+}
+
+func dualStack(svc *corev1.Service) {
+	require := corev1.IPFamilyPolicyRequireDualStack
+	svc.Spec.IPFamilyPolicy = &require
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+}
+
+func headless(svc *corev1.Service) { svc.Spec.ClusterIP = corev1.ClusterIPNone }
+
+func withIPs(ips ...string) func(*podState) {
+	return func(p *podState) {
+		p.status.PodIPs = nil
+		for _, ip := range ips {
+			p.status.PodIPs = append(p.status.PodIPs, corev1.PodIP{IP: ip})
+		}
+		p.status.PodIP = ""
+		if len(ips) > 0 {
+			p.status.PodIP = ips[0]
+		}
+	}
+}
+
+func labelled(labels map[string]string) func(*podState) {
+	return func(p *podState) { p.pod.Labels = labels }
+}
+
+func containerPorts(ports ...corev1.ContainerPort) func(*podState) {
+	return func(p *podState) { p.pod.Spec.Containers[0].Ports = ports }
+}
+
+func targetPort(target intstr.IntOrString) func(*corev1.Service) {
+	return func(svc *corev1.Service) { svc.Spec.Ports[0].TargetPort = target }
+}
+
+// allReady marks every endpoint of a stored slice ready and serving, as an older sync wrote it.
+func allReady(slice *discoveryv1.EndpointSlice) {
+	for i := range slice.Endpoints {
+		yes := true
+		slice.Endpoints[i].Conditions.Ready, slice.Endpoints[i].Conditions.Serving = &yes, &yes
+	}
+}
+
+// zoneHints gives every endpoint of a stored slice a hint for its own zone.
+func zoneHints(slice *discoveryv1.EndpointSlice) {
+	for i, e := range slice.Endpoints {
+		zone := "zone-x"
+		if e.Zone != nil {
+			zone = *e.Zone
+		}
+		slice.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+	}
+}
+
+// spread puts pods on the harness Nodes: a in zone-a, b in zone-b, c in zone-c, any more on the
+// Node without a zone.
+func spread(a, b, c int) func(i int, p *podState) {
+	return func(i int, p *podState) {
+		switch {
+		case i < a:
+			p.pod.Spec.NodeName = []string{"node-a1", "node-a2"}[i%2]
+		case i < a+b:
+			p.pod.Spec.NodeName = "node-b1"
+		case i < a+b+c:
+			p.pod.Spec.NodeName = "node-c1"
+		default:
+			p.pod.Spec.NodeName = "node-nozone"
+		}
+	}
+}
+
+// threeSlices stores [100, 100, 50] of pods 0-249 for foo.
+func threeSlices(b *specBuilder) {
+	b.store(storedSlice{service: "foo", pods: podNames(0, 100)}, storedSlice{service: "foo", pods: podNames(100, 200)},
+		storedSlice{service: "foo", pods: podNames(200, 250)})
+}
+
+func onNodeMissing(prefix string) func(i int, p *podState) {
+	return func(i int, p *podState) {
+		p.pod.Spec.NodeName = []string{prefix + "-missing-0", prefix + "-missing-1"}[i]
+	}
+}
+
+// tenSlicesOf30 stores 300 pods of foo in ten up-to-date slices of 30.
+func tenSlicesOf30(b *specBuilder) {
+	b.service("foo")
+	b.pods(300, nil)
+	for i := range 10 {
+		b.store(storedSlice{service: "foo", pods: podNames(30*i, 30*i+30)})
+	}
+}
+
+// zonesFourThreeTwo stores two up-to-date slices of 4 and 5 ready endpoints (zone-a 4, zone-b 3,
+// zone-c 2) without hints, for a Service with the topology-mode annotation mode.
+func zonesFourThreeTwo(b *specBuilder, mode string) {
+	b.service("foo", withAnnotations(map[string]string{topologyModeKey: mode}))
+	b.pods(9, spread(4, 3, 2))
+	b.store(storedSlice{service: "foo", pods: podNames(0, 4)}, storedSlice{service: "foo", pods: podNames(4, 9)})
+}
+
+// foreign is an EndpointSlice of someone else for service, managed by manager ("" for no
+// managed-by label), with one endpoint when withEndpoint.
+func foreign(name, service, manager string, withEndpoint bool) *discoveryv1.EndpointSlice {
+	labels := map[string]string{discoveryv1.LabelServiceName: service}
+	if manager != "" {
+		labels[discoveryv1.LabelManagedBy] = manager
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{}}
+	if withEndpoint {
+		ready := true
+		slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}
+		slice.Ports = defaultSlicePorts()
+	}
+	return slice
 }
