@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&o.harness, "harness", os.Getenv("KUBE_HARNESS"), "kube-harness binary (env KUBE_HARNESS)")
 	flag.StringVar(&o.weir, "weir", os.Getenv("WEIR"), "weir binary (env WEIR)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the first scenario; scenario i uses seed+i")
-	flag.IntVar(&o.scenarios, "scenarios", 20, "number of scenarios")
+	flag.IntVar(&o.scenarios, "scenarios", 20, "number of generated scenarios (0 with --spec runs only the spec's)")
 	flag.IntVar(&o.parallel, "parallel", 1, "how many scenarios run at once, each in its own pair of namespaces with its own controllers")
 	flag.DurationVar(&o.quiet, "quiet", 2*time.Second, "how long both sides must make no write before their state is compared")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a difference may last before it counts (retries with backoff)")
