@@ -387,7 +387,10 @@ var specCases = []specCase{
 		b.service("foo-b", trafficDistribution("PreferSameZone"))
 		b.pods(6, spread(1, 3, 2))
 	}},
+	// Its point is the allocation of hints, a state; the controllers start first, as in S89,
+	// since upstream started over an Auto Service without slices may write twice (F5).
 	{"S80", func(b *specBuilder) {
+		b.s.startLate = false
 		b.service("foo", trafficDistribution("PreferClose"), withAnnotations(map[string]string{"service.kubernetes.io/topology-aware-hints": "Auto"}))
 		b.pods(6, spread(2, 2, 2))
 	}},
@@ -419,8 +422,10 @@ var specCases = []specCase{
 	{"S86", func(b *specBuilder) { zonesFourThreeTwo(b, "Auto") }},
 	{"S87", func(b *specBuilder) { zonesFourThreeTwo(b, "disabled") }},
 	// The two annotations with different values are not expressible: the API server refuses a
-	// Service whose topology-mode and topology-aware-hints annotations differ.
+	// Service whose topology-mode and topology-aware-hints annotations differ. The controllers
+	// start first, as in S80.
 	{"S88", func(b *specBuilder) {
+		b.s.startLate = false
 		const legacy = "service.kubernetes.io/topology-aware-hints"
 		b.service("foo", withAnnotations(map[string]string{topologyModeKey: "auto", legacy: "auto"}))
 		b.service("foo-b", withAnnotations(map[string]string{legacy: "auto"}))
