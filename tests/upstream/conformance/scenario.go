@@ -145,8 +145,8 @@ type generator struct {
 
 // generate builds the scenario of seed. Every random choice comes from one PCG stream seeded
 // by it. topologyAuto lets the topology-mode annotation ask for topology-aware hints (`Auto`,
-// `auto`); without it the annotation only takes values that leave them off, since weir's
-// answer to those Services differs from upstream's (docs/real-kubernetes.md, open findings).
+// `auto`); without it the annotation only takes values that leave them off, which is the
+// scenario stream of runs made before finding F1 was resolved (docs/real-kubernetes.md).
 func generate(seed uint64, topologyAuto bool) *scenario {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), topologyAuto: topologyAuto,
 		s: &scenario{seed: seed, features: map[string]bool{}, node: fmt.Sprintf("node-seed-%d", seed)}}
@@ -158,8 +158,7 @@ func generate(seed uint64, topologyAuto bool) *scenario {
 	switch {
 	case g.topologyAuto && g.s.features["topology-mode-auto"] && g.chance(2):
 		// Topology-aware hints need ready endpoints in every zone (R5.11); with a handful of
-		// pods an Auto Service rarely gets any. Only under --topology-auto, so the default
-		// scenarios stay as they are.
+		// pods an Auto Service rarely gets any.
 		pods = 101 + g.rng.IntN(60)
 		g.feature("more-than-100-endpoints")
 	case g.chance(40):
