@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // specIDs are the scenario ids of docs/upstream-endpointslices.md §11, read from the document.
@@ -206,5 +208,51 @@ func TestClassifySliceLeaves(t *testing.T) {
 		if d.deviation != "" {
 			t.Errorf("a hand edit that keeps the slice the controllers' classified %+v", d)
 		}
+	}
+}
+
+func TestBuildStoredFromTheLiveObjects(t *testing.T) {
+	s := &scenario{id: "S00", node: "node-s00", pods: []*podState{{
+		pod:    &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod3"}, Spec: corev1.PodSpec{NodeName: "node-b1"}},
+		status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.4"}}, Conditions: []corev1.PodCondition{readyCondition(false)}},
+	}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "foo", Namespace: "ns", UID: "svc-uid",
+		Labels: map[string]string{"team": "a", corev1.IsHeadlessService: "stale"}}, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}
+	live := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod0", Namespace: "ns", UID: "pod0-uid"},
+		Spec:   corev1.PodSpec{NodeName: "node-a1"},
+		Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.1.0.1"}}, Conditions: []corev1.PodCondition{readyCondition(true)}}}
+	client := fake.NewSimpleClientset(svc, live)
+	slice, err := buildStored(context.Background(), client, "ns", s, storedSlice{service: "foo", pods: []string{"pod0", "pod3", "pod7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"team": "a", corev1.IsHeadlessService: "", discoveryv1.LabelServiceName: "foo",
+		discoveryv1.LabelManagedBy: upstreamSliceMgr}
+	if jsonOf(slice.Labels) != jsonOf(wantLabels) {
+		t.Errorf("labels %v, want %v", slice.Labels, wantLabels)
+	}
+	if owner := slice.OwnerReferences[0]; owner.UID != "svc-uid" || owner.Kind != "Service" || !*owner.Controller {
+		t.Errorf("owner %+v", owner)
+	}
+	if slice.GenerateName != "foo-" || len(slice.Ports) != 1 || *slice.Ports[0].Port != 8080 {
+		t.Errorf("name %q, ports %v", slice.GenerateName, slice.Ports)
+	}
+	if len(slice.Endpoints) != 3 {
+		t.Fatalf("endpoints %v, want pod0's, pod3's and pod7's", slice.Endpoints)
+	}
+	// A live pod's uid; a pod the scenario describes but that is gone, with its own status; a
+	// pod nothing describes, ready at the address its name gives.
+	if e := slice.Endpoints[0]; e.TargetRef.UID != "pod0-uid" || *e.Zone != "zone-a" {
+		t.Errorf("pod0's endpoint %+v", e)
+	}
+	if e := slice.Endpoints[1]; e.TargetRef.UID != "gone-pod3" || e.Addresses[0] != "10.1.0.4" || *e.Conditions.Ready {
+		t.Errorf("pod3's endpoint %+v", e)
+	}
+	if e := slice.Endpoints[2]; e.Addresses[0] != specIPv4(7) || !*e.Conditions.Ready {
+		t.Errorf("pod7's endpoint %+v", e)
+	}
+	noPorts, err := buildStored(context.Background(), client, "ns", s, storedSlice{service: "foo", noPorts: true})
+	if err != nil || noPorts.Ports != nil || noPorts.Endpoints == nil {
+		t.Errorf("a slice stored without ports: %+v, %v", noPorts, err)
 	}
 }
