@@ -239,9 +239,10 @@ func (r result) failed(err error) result {
 
 func runScenario(ctx context.Context, o options, dir, kubeconfig string, client kubernetes.Interface,
 	audit *auditLog, s *scenario, index int, observed map[string]bool) (r result) {
+	// A spec scenario's namespaces are named after its id, apart from the generated ones'.
 	prefix := fmt.Sprintf("s%d", index)
 	if s.id != "" {
-		prefix = strings.ToLower(s.id)
+		prefix = "spec-" + strings.ToLower(s.id)
 	}
 	upNS, weirNS := prefix+"-upstream", prefix+"-weir"
 	if o.rival == "upstream" {
