@@ -341,8 +341,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		}
 		var upWrites, weirWrites map[string]int
 		if upBefore != nil {
-			upWrites, weirWrites = perResource(subtract(upNow, upBefore)), perResource(subtract(weirNow, weirBefore))
-			writes := compareWrites(point, subtract(upNow, upBefore), subtract(weirNow, weirBefore))
+			upStep, weirStep := uncontestedWrites(st, subtract(upNow, upBefore)), uncontestedWrites(st, subtract(weirNow, weirBefore))
+			upWrites, weirWrites = perResource(upStep), perResource(weirStep)
+			writes := compareWrites(point, upStep, weirStep)
 			for i := range writes {
 				writes[i].undetermined = len(grouped) > 0 && writes[i].resource == "endpointslices"
 			}

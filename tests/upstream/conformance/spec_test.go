@@ -256,3 +256,17 @@ func TestBuildStoredFromTheLiveObjects(t *testing.T) {
 		t.Errorf("a slice stored without ports: %+v, %v", noPorts, err)
 	}
 }
+
+func TestUncontestedWrites(t *testing.T) {
+	counts := map[string]int{"endpoints delete": 1, "endpointslices update": 2}
+	got := uncontestedWrites(&step{kind: stepDeleteService, name: "foo"}, counts)
+	if len(got) != 1 || got["endpointslices update"] != 2 {
+		t.Errorf("at a Service's deletion: %v, want the slice update alone", got)
+	}
+	if counts["endpoints delete"] != 1 {
+		t.Error("the counts given were changed")
+	}
+	if got := uncontestedWrites(&step{kind: stepTouchService, name: "foo"}, counts); got["endpoints delete"] != 1 {
+		t.Errorf("at another step: %v, want every write", got)
+	}
+}
