@@ -258,7 +258,7 @@ func TestBuildStoredFromTheLiveObjects(t *testing.T) {
 }
 
 func TestUncontestedWrites(t *testing.T) {
-	counts := map[string]int{"endpoints delete": 1, "endpointslices update": 2}
+	counts := map[string]int{"endpoints delete": 1, "endpoints create": 1, "endpointslices update": 2}
 	got := uncontestedWrites(&step{kind: stepDeleteService, name: "foo"}, counts)
 	if len(got) != 1 || got["endpointslices update"] != 2 {
 		t.Errorf("at a Service's deletion: %v, want the slice update alone", got)
