@@ -60,33 +60,26 @@ var knownDifferences = []knownDifference{
 			{steps: "^(service-create-bad-port|finalizer-add-while-deleting)$", paths: `^\.details\.causes\[\d+\]$`},
 			{steps: "^(endpointslice-wrong-family|pod-status-bad-ip)$", paths: `^\.details\.causes\[\d+\]\.field$`},
 		}},
-	{id: "K6", title: "EndpointSlice validation",
-		reason: "weir-apiserver accepts an EndpointSlice whose addressType is not FQDN, IPv4 or IPv6, an endpoint " +
-			"without addresses, and an addressType change; kube-apiserver refuses them (422).",
-		rules: []rule{
-			{steps: "^(endpointslice-bad-address-type|endpointslice-no-addresses)$", paths: anyPath},
-			{steps: "^endpointslice-address-type-change$", paths: `^\.details\.causes\[\d+\]\.field$`},
-		}},
-	{id: "K7", title: "One IPv4 Service range",
+	{id: "K6", title: "One IPv4 Service range",
 		reason: "weir-apiserver allocates cluster IPs from 10.96.0.0/16 only, so a PreferDualStack Service is single-stack " +
 			"there; the harness's kube-apiserver has an IPv6 range too.",
 		rules: []rule{{steps: "^service-create-dual-stack$", paths: `^\.spec\.(clusterIPs|ipFamilies)\[1\]$`}}},
-	{id: "K8", title: "resourceVersions weir-apiserver cannot serve",
+	{id: "K7", title: "resourceVersions weir-apiserver cannot serve",
 		reason: "kube-apiserver's watch cache replays every event since its start and keeps list snapshots, so a watch " +
 			"from resourceVersion 1 replays the history and an Exact list at 1 is served (empty); weir-apiserver keeps " +
 			"no snapshots and answers 410 Expired to both, which clients answer with a relist.",
 		rules: []rule{{steps: "^(list-exact-too-old|watch-too-old)$", paths: anyPath}}},
-	{id: "K9", title: "Bookmark frequency",
+	{id: "K8", title: "Bookmark frequency",
 		reason: "kube-apiserver sends a watch BOOKMARK about once a minute; weir-apiserver every second " +
 			"(--bookmark-interval-ms), so a watch of a few seconds gets one from weir-apiserver only. The " +
 			"initial-events-end bookmark of a streaming list agrees.",
 		rules: []rule{{steps: "^watch-", paths: `^\.events\[\d+\]$`}}},
-	{id: "K10", title: "sendInitialEvents without allowWatchBookmarks",
+	{id: "K9", title: "sendInitialEvents without allowWatchBookmarks",
 		reason: "kube-apiserver 1.36 streams the initial events of a watch-list without bookmarks asked for (200); " +
 			"weir-apiserver refuses it with 422, as kube-apiserver did up to 1.32. Clients (client-go, kube-rs) always set " +
 			"allowWatchBookmarks with sendInitialEvents.",
 		rules: []rule{{steps: "^watch-initial-events-no-bookmarks$", paths: anyPath}}},
-	{id: "K11", title: "Status subresource writes and managedFields",
+	{id: "K10", title: "Status subresource writes and managedFields",
 		reason: "kube-apiserver records a status write in its own managedFields entry (`subresource: status`), orders " +
 			"entries by its own rules, and keeps `status.qosClass` through a pod status write; weir-apiserver merges " +
 			"status writes into the manager's one entry, appends entries in first-write order and takes the status as " +
@@ -96,21 +89,21 @@ var knownDifferences = []knownDifference{
 			{steps: "^(pod|delete-graceful)", paths: `^\.status\.qosClass$`},
 			{steps: "^namespace-create$", paths: `^\.metadata\.managedFields$`},
 		}},
-	{id: "K12", title: "Graceful deletion bookkeeping",
+	{id: "K11", title: "Graceful deletion bookkeeping",
 		reason: "kube-apiserver increments a pod's generation when a graceful deletion starts and writes the final " +
 			"grace period (0) into the object a forced delete returns; weir-apiserver keeps both as they were.",
 		rules: []rule{{steps: "^delete-graceful", paths: `^\.metadata\.(generation|deletionGracePeriodSeconds)$`}}},
-	{id: "K13", title: "Strategic merge patch list order",
+	{id: "K12", title: "Strategic merge patch list order",
 		reason: "Without `$setElementOrder` (kubectl always sends it), kube-apiserver puts a merged list's new items " +
 			"before the existing ones; weir-apiserver appends them.",
 		rules: []rule{{steps: "^service-strategic-ports$", paths: `^\.spec\.ports\[\d+\]\.(name|port|targetPort)$`}}},
-	{id: "K14", title: "Status codes of bad request options",
+	{id: "K13", title: "Status codes of bad request options",
 		reason: "kube-apiserver answers a missing apply fieldManager, an unknown fieldValidation and a strict decoding " +
 			"error in a patch with 422 Invalid (causes naming the option), and an unknown `$patch` directive with 500; " +
 			"weir-apiserver answers all four 400 BadRequest. Clients treat both as a refusal.",
 		rules: []rule{{steps: "^(apply-no-field-manager|validation-bad-value|validation-strict-patch|pod-strategic-bad-directive)$",
 			paths: `^(code|\.code|\.reason|\.details)$`}}},
-	{id: "K15", title: "Status details and deletion answers",
+	{id: "K14", title: "Status details and deletion answers",
 		reason: "weir-apiserver names the object in an apply conflict's details, and the plural resource in a delete " +
 			"precondition's; it answers a DELETE with the deleted object where kube-apiserver answers kinds without " +
 			"finalizers pending with a Success Status, and lists the items of a deletecollection answer with their " +
@@ -121,9 +114,9 @@ var knownDifferences = []knownDifference{
 			{steps: "^dry-run-delete$", paths: anyPath},
 			{steps: "^delete-collection$", paths: `^\.items\[\d+\]\.(apiVersion|kind)$`},
 		}},
-	{id: "K16", title: "Endpoints deprecation warning",
+	{id: "K15", title: "Endpoints deprecation warning",
 		reason: "kube-apiserver (1.33+) warns on every write of a v1 Endpoints (`v1 Endpoints is deprecated in v1.33+; " +
-			"use discovery.k8s.io/v1 EndpointSlice`); weir-apiserver sends no warning.",
+			"use discovery.k8s.io/v1 EndpointSlice`); weir-apiserver reports v1.32 (/version), which did not.",
 		rules: []rule{{steps: "^endpoints-", paths: "^warnings$"}}},
 }
 
