@@ -89,21 +89,17 @@ var knownDifferences = []knownDifference{
 			{steps: "^(pod|delete-graceful)", paths: `^\.status\.qosClass$`},
 			{steps: "^namespace-create$", paths: `^\.metadata\.managedFields$`},
 		}},
-	{id: "K11", title: "Graceful deletion bookkeeping",
-		reason: "kube-apiserver increments a pod's generation when a graceful deletion starts and writes the final " +
-			"grace period (0) into the object a forced delete returns; weir-apiserver keeps both as they were.",
-		rules: []rule{{steps: "^delete-graceful", paths: `^\.metadata\.(generation|deletionGracePeriodSeconds)$`}}},
-	{id: "K12", title: "Strategic merge patch list order",
+	{id: "K11", title: "Strategic merge patch list order",
 		reason: "Without `$setElementOrder` (kubectl always sends it), kube-apiserver puts a merged list's new items " +
 			"before the existing ones; weir-apiserver appends them.",
 		rules: []rule{{steps: "^service-strategic-ports$", paths: `^\.spec\.ports\[\d+\]\.(name|port|targetPort)$`}}},
-	{id: "K13", title: "Status codes of bad request options",
+	{id: "K12", title: "Status codes of bad request options",
 		reason: "kube-apiserver answers a missing apply fieldManager, an unknown fieldValidation and a strict decoding " +
 			"error in a patch with 422 Invalid (causes naming the option), and an unknown `$patch` directive with 500; " +
 			"weir-apiserver answers all four 400 BadRequest. Clients treat both as a refusal.",
 		rules: []rule{{steps: "^(apply-no-field-manager|validation-bad-value|validation-strict-patch|pod-strategic-bad-directive)$",
 			paths: `^(code|\.code|\.reason|\.details)$`}}},
-	{id: "K14", title: "Status details and deletion answers",
+	{id: "K13", title: "Status details and deletion answers",
 		reason: "weir-apiserver names the object in an apply conflict's details, and the plural resource in a delete " +
 			"precondition's; it answers a DELETE with the deleted object where kube-apiserver answers kinds without " +
 			"finalizers pending with a Success Status, and lists the items of a deletecollection answer with their " +
@@ -114,7 +110,7 @@ var knownDifferences = []knownDifference{
 			{steps: "^dry-run-delete$", paths: anyPath},
 			{steps: "^delete-collection$", paths: `^\.items\[\d+\]\.(apiVersion|kind)$`},
 		}},
-	{id: "K15", title: "Endpoints deprecation warning",
+	{id: "K14", title: "Endpoints deprecation warning",
 		reason: "kube-apiserver (1.33+) warns on every write of a v1 Endpoints (`v1 Endpoints is deprecated in v1.33+; " +
 			"use discovery.k8s.io/v1 EndpointSlice`); weir-apiserver reports v1.32 (/version), which did not.",
 		rules: []rule{{steps: "^endpoints-", paths: "^warnings$"}}},
