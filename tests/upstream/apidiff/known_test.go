@@ -1,6 +1,9 @@
 package apidiff
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // knownDifference is a way weir-apiserver answers differently from kube-apiserver that is
 // accepted: a documented limit of weir-apiserver (docs/apiserver.md, "Differences from
@@ -150,12 +153,17 @@ func (r rule) explains(found difference) bool {
 	return matches(r.steps, found.step) && matches(r.paths, found.path)
 }
 
+// classify finds the known difference that explains found. Rules naming whole steps
+// (a steps pattern ending in `$`) come first, so that a step that differs altogether is
+// explained as that, not piecewise by the general rules.
 func classify(found difference) classified {
-	for i := range knownDifferences {
-		entry := &knownDifferences[i]
-		for _, r := range entry.rules {
-			if r.explains(found) {
-				return classified{difference: found, known: entry}
+	for _, exact := range []bool{true, false} {
+		for i := range knownDifferences {
+			entry := &knownDifferences[i]
+			for _, r := range entry.rules {
+				if strings.HasSuffix(r.steps, "$") == exact && r.explains(found) {
+					return classified{difference: found, known: entry}
+				}
 			}
 		}
 	}
