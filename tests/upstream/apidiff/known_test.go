@@ -107,12 +107,11 @@ var knownDifferences = []knownDifference{
 		rules: []rule{{steps: "^(apply-no-field-manager|validation-bad-value|validation-strict-patch|pod-strategic-bad-directive)$",
 			paths: `^(code|\.code|\.reason|\.details)$`}}},
 	{id: "K13", title: "Status details and deletion answers",
-		reason: "weir-apiserver names the object in an apply conflict's details, and the plural resource in a delete " +
-			"precondition's; it answers a DELETE with the deleted object where kube-apiserver answers kinds without " +
-			"finalizers pending with a Success Status, and lists the items of a deletecollection answer with their " +
-			"kind and apiVersion. kube-rs and client-go accept both forms.",
+		reason: "weir-apiserver names the plural resource in a delete precondition's details; it answers a DELETE " +
+			"with the deleted object where kube-apiserver answers kinds without finalizers pending with a Success " +
+			"Status, and lists the items of a deletecollection answer with their kind and apiVersion. kube-rs and " +
+			"client-go accept both forms.",
 		rules: []rule{
-			{steps: "^apply-conflict$", paths: `^\.details\.(group|kind|name)$`},
 			{steps: "^delete-precondition-uid$", paths: `^\.details\.kind$`},
 			{steps: "^dry-run-delete$", paths: anyPath},
 			{steps: "^delete-collection$", paths: `^\.items\[\d+\]\.(apiVersion|kind)$`},
