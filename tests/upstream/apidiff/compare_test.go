@@ -24,11 +24,31 @@ var volatile = map[string]bool{
 	"continue": true,
 }
 
-var digits = regexp.MustCompile(`[0-9]+`)
+var (
+	digits = regexp.MustCompile(`[0-9]+`)
+	// generated are the random parts servers write into values: UIDs, and the suffix of the
+	// token volume the ServiceAccount admission plugin mounts.
+	generated = []struct {
+		pattern     *regexp.Regexp
+		replacement string
+	}{
+		{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "<uid>"},
+		{regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`), "kube-api-access-<generated>"},
+	}
+)
+
+// hideGenerated replaces the random parts of a string value.
+func hideGenerated(text string) string {
+	for _, g := range generated {
+		text = g.pattern.ReplaceAllString(text, g.replacement)
+	}
+	return text
+}
 
 // normalize replaces the values of volatile fields with placeholders, so that what is left
 // compares as it is: uid, resourceVersion, timestamps set by the server, continue tokens,
-// generated names, allocated cluster IPs, the numbers in Status messages and the time and
+// generated names and other random parts of values (UIDs quoted elsewhere, the token volume's
+// suffix), allocated cluster IPs, the numbers in Status messages and the time and
 // field set of managedFields entries. A field whose value is null is left out: every client
 // decodes it as absent.
 func normalize(value any) any {
@@ -70,6 +90,8 @@ func normalize(value any) any {
 			out[i] = normalize(item)
 		}
 		return out
+	case string:
+		return hideGenerated(v)
 	default:
 		return v
 	}

@@ -39,8 +39,8 @@ The same scripted requests go to ` + "`weir apiserver`" + ` and to the real kube
 ` + "`kube-harness up`" + ` (see [real-kubernetes.md](real-kubernetes.md)). Compared: the status code,
 the Warning headers and the JSON body (a Status's reason, message and causes; the object;
 a watch's events in order), after hiding what no two servers share: uid, resourceVersion,
-creation and deletion timestamps, continue tokens (present or not), generated names, allocated
-cluster IPs (their family kept), the time and field set of each managedFields entry (weir's
+creation and deletion timestamps, continue tokens (present or not), generated names and other
+random parts of values (UIDs, the token volume's suffix), allocated cluster IPs (their family kept), the time and field set of each managedFields entry (weir's
 server-side apply owns lists whole by design; ownership is compared through the apply steps'
 conflicts), fields whose value is null, the numbers in Status messages and warnings, and how
 many BOOKMARK events in a row a watch got.
