@@ -70,4 +70,4 @@ conformance: upstream wasm-target
 		go test -count=1 ./conformance/ ./apidiff/ ./e2e/...
 	cd tests/upstream && CGO_ENABLED=0 go run ./conformance --harness $(abspath $(KUBE_HARNESS)) \
 		--weir $(abspath $(WEIR_BIN)) --scenarios $(CONFORMANCE_SCENARIOS) --seed $(CONFORMANCE_SEED) \
-		--parallel $(CONFORMANCE_PARALLEL)
+		--parallel $(CONFORMANCE_PARALLEL) --spec all

@@ -104,8 +104,17 @@ func createPod(ctx context.Context, client kubernetes.Interface, ns string, p *p
 // applyToBoth makes one change in both namespaces; a Node is cluster-wide, so one removal
 // serves both.
 func applyToBoth(ctx context.Context, client kubernetes.Interface, upNS, weirNS string, st step) error {
-	if st.kind == stepDeleteNode {
+	switch st.kind {
+	case stepDeleteNode:
 		return deleteNode(ctx, client, st.name)
+	case stepEditNode:
+		node, err := client.CoreV1().Nodes().Get(ctx, st.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st.nodeEdit(node)
+		_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		return err
 	}
 	for _, ns := range []string{upNS, weirNS} {
 		if err := applyStep(ctx, client, ns, st); err != nil {
@@ -176,7 +185,7 @@ func applyStep(ctx context.Context, client kubernetes.Interface, ns string, st s
 		e.Subsets = nil
 		_, err = endpoints.Update(ctx, e, metav1.UpdateOptions{})
 		return err
-	case stepEditSlice, stepDeleteSlice:
+	case stepEditSlice, stepDeleteSlice, stepSliceLeaves:
 		slice, err := ownedSlice(ctx, client, ns, st.name)
 		if err != nil || slice == nil {
 			return err
@@ -189,13 +198,32 @@ func applyStep(ctx context.Context, client kubernetes.Interface, ns string, st s
 			}
 			return err
 		}
-		slice.Labels[handEditLabel] = "true"
-		if len(slice.Endpoints) > 0 {
-			slice.Endpoints = slice.Endpoints[1:]
+		if st.sliceEdit != nil {
+			st.sliceEdit(slice)
+		} else {
+			slice.Labels[handEditLabel] = "true"
+			if len(slice.Endpoints) > 0 {
+				slice.Endpoints = slice.Endpoints[1:]
+			}
 		}
 		_, err = slices.Update(ctx, slice, metav1.UpdateOptions{})
 		return err
-	case stepSelector, stepPorts, stepServiceLabel, stepTouchService:
+	case stepEditPod, stepEditPodStatus:
+		pod, err := pods.Get(ctx, st.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if st.kind == stepEditPod {
+			st.podEdit(pod)
+			_, err = pods.Update(ctx, pod, metav1.UpdateOptions{})
+		} else {
+			st.statusEdit(&pod.Status)
+			_, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		}
+		return err
+	case stepDeleteService:
+		return services.Delete(ctx, st.name, metav1.DeleteOptions{})
+	case stepSelector, stepPorts, stepServiceLabel, stepTouchService, stepEditService:
 		svc, err := services.Get(ctx, st.name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -208,6 +236,8 @@ func applyStep(ctx context.Context, client kubernetes.Interface, ns string, st s
 				return nil
 			}
 			svc.Spec.Ports = st.ports
+		case stepEditService:
+			st.serviceEdit(svc)
 		case stepTouchService:
 			if svc.Annotations == nil {
 				svc.Annotations = map[string]string{}
@@ -220,4 +250,17 @@ func applyStep(ctx context.Context, client kubernetes.Interface, ns string, st s
 		return err
 	}
 	return fmt.Errorf("unknown step %q", st.kind)
+}
+
+// uncontestedWrites is counts without the writes that a step leaves to a race with the API
+// server itself: when a Service is deleted, the Service registry deletes its Endpoints too
+// (unaudited, after the Service is gone), so whether a controller's own delete of them succeeds
+// or finds nothing depends on which comes first. The Endpoints being gone is still compared.
+func uncontestedWrites(st *step, counts map[string]int) map[string]int {
+	if st == nil || st.kind != stepDeleteService {
+		return counts
+	}
+	out := cloneCounts(counts)
+	delete(out, "endpoints delete")
+	return out
 }

@@ -39,6 +39,9 @@ type options struct {
 	rival string
 	// guest is weir's --guest; empty leaves weir's default guest.
 	guest string
+	// spec lists the scenarios of upstream-endpointslices.md §11 to run (spec.go): "all", or
+	// ids separated by commas; empty runs none.
+	spec string
 }
 
 func main() {
@@ -46,13 +49,14 @@ func main() {
 	flag.StringVar(&o.harness, "harness", os.Getenv("KUBE_HARNESS"), "kube-harness binary (env KUBE_HARNESS)")
 	flag.StringVar(&o.weir, "weir", os.Getenv("WEIR"), "weir binary (env WEIR)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the first scenario; scenario i uses seed+i")
-	flag.IntVar(&o.scenarios, "scenarios", 20, "number of scenarios")
+	flag.IntVar(&o.scenarios, "scenarios", 20, "number of generated scenarios (0 with --spec runs only the spec's)")
 	flag.IntVar(&o.parallel, "parallel", 1, "how many scenarios run at once, each in its own pair of namespaces with its own controllers")
 	flag.DurationVar(&o.quiet, "quiet", 2*time.Second, "how long both sides must make no write before their state is compared")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a difference may last before it counts (retries with backoff)")
 	flag.BoolVar(&o.topologyAuto, "topology-auto", true, "also generate Services whose topology-mode annotation asks for topology-aware hints (Auto); false generates the scenarios of runs made before F1 was resolved (docs/real-kubernetes.md)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the harness directory (logs, audit log) in place")
 	flag.StringVar(&o.guest, "guest", "", "weir's --guest (a .wasm file or builtin:NAME), to try a guest built apart from the weir binary; empty runs the default guest the binary embeds")
+	flag.StringVar(&o.spec, "spec", "", "also run the scenarios of docs/upstream-endpointslices.md §11 that a real cluster can express: all, or ids such as S04,S19 (ids it cannot express are refused with the reason)")
 	flag.StringVar(&o.rival, "rival", "weir", "what serves the second namespace: weir, or upstream (upstream's controllers against a second copy of themselves, to see what of their output is reproducible)")
 	flag.Parse()
 	if o.harness == "" || o.weir == "" {
@@ -63,11 +67,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "conformance: --rival is weir or upstream, not %q\n", o.rival)
 		os.Exit(2)
 	}
-	if o.scenarios < 1 || o.parallel < 1 || o.quiet <= 0 {
-		fmt.Fprintln(os.Stderr, "conformance: --scenarios and --parallel must be at least 1 and --quiet positive")
+	if o.scenarios < 0 || (o.scenarios == 0 && o.spec == "") || o.parallel < 1 || o.quiet <= 0 {
+		fmt.Fprintln(os.Stderr, "conformance: --scenarios must be at least 1 (or 0 with --spec), --parallel at least 1 and --quiet positive")
 		os.Exit(2)
 	}
-	passed, failed, err := run(o)
+	spec, err := selectSpec(o.spec)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: --spec: %v\n", err)
+		os.Exit(2)
+	}
+	if o.spec != "" {
+		fmt.Println(describeSpecSelection(spec, o.spec == "all"))
+	}
+	passed, failed, err := run(o, spec)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 	}
@@ -77,7 +89,7 @@ func main() {
 	}
 }
 
-func run(o options) (passed, failed int, err error) {
+func run(o options, spec []*scenario) (passed, failed int, err error) {
 	dir, err := os.MkdirTemp("", "weir-conformance-")
 	if err != nil {
 		return 0, 0, err
@@ -125,14 +137,22 @@ func run(o options) (passed, failed int, err error) {
 	// Scenarios share the API server and its Nodes, and nothing else: each has its own pair of
 	// namespaces and its own controller processes, and waits for quiet in its namespaces only.
 	var mu sync.Mutex
+	// Generated scenarios come first, then the spec's; each has its index, which names its
+	// namespaces.
 	indices := make(chan int)
+	scenarioAt := func(i int) *scenario {
+		if i < o.scenarios {
+			return generate(o.seed+uint64(i), o.topologyAuto)
+		}
+		return spec[i-o.scenarios]
+	}
 	var workers sync.WaitGroup
 	for range o.parallel {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
 			for i := range indices {
-				s := generate(o.seed+uint64(i), o.topologyAuto)
+				s := scenarioAt(i)
 				observed := map[string]bool{}
 				r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i, observed)
 				mu.Lock()
@@ -150,16 +170,16 @@ func run(o options) (passed, failed int, err error) {
 				rewrites += r.rewrites
 				if r.err != nil {
 					failed++
-					fmt.Printf("FAIL scenario seed=%d: %v\n", s.seed, r.err)
+					fmt.Printf("FAIL %s: %v\n", s.label(), r.err)
 				} else {
 					passed++
-					fmt.Printf("ok   scenario seed=%d (%d services, %d pods, %d steps)\n", s.seed, len(s.services), len(s.pods), len(s.steps))
+					fmt.Printf("ok   %s (%d services, %d pods, %d steps)\n", s.label(), len(s.services), len(s.pods), len(s.steps))
 				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for i := range o.scenarios {
+	for i := range o.scenarios + len(spec) {
 		indices <- i
 	}
 	close(indices)
@@ -219,30 +239,44 @@ func (r result) failed(err error) result {
 
 func runScenario(ctx context.Context, o options, dir, kubeconfig string, client kubernetes.Interface,
 	audit *auditLog, s *scenario, index int, observed map[string]bool) (r result) {
-	upNS, weirNS := fmt.Sprintf("s%d-upstream", index), fmt.Sprintf("s%d-weir", index)
+	// A spec scenario's namespaces are named after its id, apart from the generated ones'.
+	prefix := fmt.Sprintf("s%d", index)
+	if s.id != "" {
+		prefix = "spec-" + strings.ToLower(s.id)
+	}
+	upNS, weirNS := prefix+"-upstream", prefix+"-weir"
 	if o.rival == "upstream" {
-		weirNS = fmt.Sprintf("s%d-upstream-again", index)
+		weirNS = prefix + "-upstream-again"
 	}
 	for _, ns := range []string{upNS, weirNS} {
 		if err := createNamespace(ctx, client, ns); err != nil {
 			return result{err: err}
 		}
 	}
-	upstream, err := startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+".log"))
-	if err != nil {
-		return result{err: err}
+	var upstream, weir *process
+	defer func() {
+		for _, p := range []*process{upstream, weir} {
+			if p != nil {
+				r.err = errors.Join(r.err, p.stop())
+			}
+		}
+	}()
+	startBoth := func() (err error) {
+		if upstream, err = startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+".log")); err != nil {
+			return err
+		}
+		if o.rival == "upstream" {
+			weir, err = startControllers(o.harness, kubeconfig, weirNS, filepath.Join(dir, weirNS+".log"))
+		} else {
+			weir, err = startWeir(o.weir, o.guest, kubeconfig, weirNS, dir, weirNS+".log")
+		}
+		return err
 	}
-	defer func() { r.err = errors.Join(r.err, upstream.stop()) }()
-	var weir *process
-	if o.rival == "upstream" {
-		weir, err = startControllers(o.harness, kubeconfig, weirNS, filepath.Join(dir, weirNS+".log"))
-	} else {
-		weir, err = startWeir(o.weir, o.guest, kubeconfig, weirNS, dir, weirNS+".log")
+	if !s.startLate {
+		if err := startBoth(); err != nil {
+			return result{err: err}
+		}
 	}
-	if err != nil {
-		return result{err: err}
-	}
-	defer func() { r.err = errors.Join(r.err, weir.stop()) }()
 
 	// Writes are compared per step: the initial state arrives as a burst of creations that each
 	// side coalesces by its own timing, while one change on a quiet cluster must cost both sides
@@ -272,7 +306,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		var diffs []difference
 		var upState, weirState state
 		var regrouped map[string]bool
-		unsized := func(key string) bool { return st == nil || grouped[key] }
+		// The initial state of a scenario that starts the controllers late is one sync of a
+		// stored state, whose sizes are determined.
+		unsized := func(key string) bool { return (st == nil && !s.startLate) || grouped[key] }
 		settled := time.Now().Add(o.settle)
 		for {
 			var err error
@@ -286,6 +322,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			var raw []difference
 			raw, regrouped = compareStates(upState, weirState, unsized)
 			diffs = classifyNodeRemoval(st, classifyHandEdit(st, raw, handEdit, upState, unsized), auto, nodeRemoval, upState, unsized)
+			diffs = classifySliceLeaves(st, diffs)
 			if !hasUnexplained(diffs) || time.Now().After(settled) {
 				break
 			}
@@ -304,12 +341,18 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		}
 		var upWrites, weirWrites map[string]int
 		if upBefore != nil {
-			upWrites, weirWrites = perResource(subtract(upNow, upBefore)), perResource(subtract(weirNow, weirBefore))
-			writes := compareWrites(point, subtract(upNow, upBefore), subtract(weirNow, weirBefore))
+			upStep, weirStep := uncontestedWrites(st, subtract(upNow, upBefore)), uncontestedWrites(st, subtract(weirNow, weirBefore))
+			upWrites, weirWrites = perResource(upStep), perResource(weirStep)
+			writes := compareWrites(point, upStep, weirStep)
 			for i := range writes {
 				writes[i].undetermined = len(grouped) > 0 && writes[i].resource == "endpointslices"
 			}
 			writes = classifyHandEdit(st, writes, handEdit, upState, unsized)
+			ownLabels, err := carriesOwnLabels(ctx, client, upNS)
+			if err != nil {
+				return err
+			}
+			writes = classifyOwnLabels(classifySliceLeaves(st, writes), ownLabels)
 			diffs = append(diffs, classifyNodeRemoval(st, writes, auto, nodeRemoval, upState, unsized)...)
 		}
 		upBefore, weirBefore = upNow, weirNow
@@ -351,9 +394,31 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err := createScenarioNode(ctx, client, s); err != nil {
 		return result{err: err}
 	}
-	defer func() { r.err = errors.Join(r.err, deleteNode(ctx, client, s.node)) }()
+	defer func() { r.err = errors.Join(r.err, deleteNode(ctx, client, s.node), deleteSpecNodes(ctx, client, s)) }()
+	if err := createSpecNodes(ctx, client, s); err != nil {
+		return result{err: err}
+	}
 	for _, ns := range []string{upNS, weirNS} {
 		if err := applyInitial(ctx, client, ns, s); err != nil {
+			return result{err: err}
+		}
+		if err := storeSlices(ctx, client, ns, s); err != nil {
+			return result{err: fmt.Errorf("in %s: %w", ns, err)}
+		}
+	}
+	if s.startLate {
+		// The writes of the first sync count from the stored state on.
+		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
+			return result{err: err}
+		}
+		var err error
+		if upBefore, err = audit.counts(upNS); err != nil {
+			return result{err: err}
+		}
+		if weirBefore, err = audit.counts(weirNS); err != nil {
+			return result{err: err}
+		}
+		if err := startBoth(); err != nil {
 			return result{err: err}
 		}
 	}
@@ -483,119 +548,6 @@ func noMoreThan(a, b map[string]int) bool {
 		}
 	}
 	return true
-}
-
-// handEditSync is what weir wrote to a Service's slices in the sync D3 brings after a hand edit
-// of its Endpoints: that sync is the Service's whole sync, so it also writes slices that lag
-// behind what upstream writes only at the Service's next sync (a Node removed, R2.10 of
-// upstream-endpointslices.md, which neither side watches for).
-type handEditSync struct {
-	service string
-	// weir is weir's namespace after the hand edit.
-	weir state
-	// extraSliceWrites is how many more slice writes weir made than upstream for the edit.
-	extraSliceWrites int
-}
-
-// reachedBy reports whether upstream's slices of the Service, after its next sync, are those
-// weir wrote in the sync of the hand edit (compared as compareStates does).
-func (h *handEditSync) reachedBy(upstream state, unsized func(key string) bool) bool {
-	return reachedBy(upstream, h.weir, h.service, unsized)
-}
-
-// reachedBy reports whether upstream's slices of service are those of weir's state (compared as
-// compareStates does).
-func reachedBy(upstream, weir state, service string, unsized func(key string) bool) bool {
-	diffs, _ := compareStates(upstream, weir, unsized)
-	for _, d := range diffs {
-		if strings.HasPrefix(d.slices, service+"/") {
-			return false
-		}
-	}
-	return true
-}
-
-// classifyHandEdit recognises D3 (docs/upstream-behaviour.md §18) around a hand edit of a
-// Service's Endpoints: weir restores them at once, with one write, where upstream, which does
-// not watch Endpoints updates, keeps the edit until the Service's next sync (the touch that
-// follows), and writes then. The sync weir makes at once also brings the Service's slices up
-// to date where they lag (handEditSync); those slice differences and writes are D3 when
-// upstream's next sync writes the same slices with as many writes. Only those differences are
-// classified; any other stays unexplained. pending is the edit's handEditSync at the touch.
-func classifyHandEdit(st *step, diffs []difference, pending *handEditSync, upstream state, unsized func(key string) bool) []difference {
-	if st == nil || (st.kind != stepEditEndpoints && st.kind != stepTouchService) {
-		return diffs
-	}
-	for i, d := range diffs {
-		switch {
-		case st.kind == stepEditEndpoints && d.endpoints == st.name && d.upstreamHandEdited && !d.weirHandEdited:
-			diffs[i].deviation = "D3"
-		case st.kind == stepEditEndpoints && d.resource == "endpoints" && d.weirWrites == d.upstreamWrites+1:
-			diffs[i].deviation = "D3"
-		// Confirmed at the touch step, which fails unless upstream reaches these slices.
-		case st.kind == stepEditEndpoints && strings.HasPrefix(d.slices, st.name+"/"):
-			diffs[i].deviation = "D3"
-		case st.kind == stepEditEndpoints && d.resource == "endpointslices" && d.weirWrites > d.upstreamWrites:
-			diffs[i].deviation = "D3"
-		case st.kind == stepTouchService && pending != nil && d.resource == "endpoints" && d.upstreamWrites == d.weirWrites+1:
-			diffs[i].deviation = "D3"
-		case st.kind == stepTouchService && d.resource == "endpointslices" && pending != nil && pending.service == st.name &&
-			pending.extraSliceWrites > 0 && d.upstreamWrites-d.weirWrites == pending.extraSliceWrites && pending.reachedBy(upstream, unsized):
-			diffs[i].deviation = "D3"
-		}
-	}
-	return diffs
-}
-
-// nodeRemovalSync is what weir wrote at a Node removal to the slices of the Services asking for
-// topology-aware hints: weir syncs them when a Node goes (D10 of docs/upstream-behaviour.md §18),
-// so an endpoint on the removed Node loses its zone or its endpoint at once (R2.10 of
-// upstream-endpointslices.md), where upstream, which does not sync them for that, writes the same
-// at each one's next sync.
-type nodeRemovalSync struct {
-	// weir is weir's namespace after the removal.
-	weir state
-	// extraSliceWrites is how many more slice writes weir made than upstream for the removal,
-	// less those the touches so far confirmed.
-	extraSliceWrites int
-}
-
-// classifyNodeRemoval recognises D10 around the removal of a Node: at the removal, differences
-// of the slices of Services asking for topology-aware hints and weir's extra slice writes; at the
-// touch of such a Service that follows (which makes upstream sync it), upstream's extra slice
-// writes, when they are no more than weir's were and upstream's slices of the Service are then
-// those weir wrote at the removal. auto tells the Services asking for hints. Any other
-// difference stays unexplained.
-func classifyNodeRemoval(st *step, diffs []difference, auto map[string]bool, pending *nodeRemovalSync, upstream state, unsized func(key string) bool) []difference {
-	if st == nil {
-		return diffs
-	}
-	for i, d := range diffs {
-		if d.deviation != "" {
-			continue
-		}
-		service := strings.Split(d.slices, "/")[0]
-		switch {
-		case st.kind == stepDeleteNode && d.slices != "" && auto[service]:
-			diffs[i].deviation = "D10"
-		case st.kind == stepDeleteNode && d.resource == "endpointslices" && d.weirWrites > d.upstreamWrites && anyTrue(auto):
-			diffs[i].deviation = "D10"
-		case st.kind == stepTouchService && auto[st.name] && pending != nil && d.resource == "endpointslices" &&
-			d.upstreamWrites > d.weirWrites && d.upstreamWrites-d.weirWrites <= pending.extraSliceWrites &&
-			reachedBy(upstream, pending.weir, st.name, unsized):
-			diffs[i].deviation = "D10"
-		}
-	}
-	return diffs
-}
-
-func anyTrue(m map[string]bool) bool {
-	for _, v := range m {
-		if v {
-			return true
-		}
-	}
-	return false
 }
 
 func hasUnexplained(diffs []difference) bool {

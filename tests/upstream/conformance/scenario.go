@@ -25,6 +25,29 @@ type scenario struct {
 	foreign []*discoveryv1.EndpointSlice
 	// features lists what the scenario exercises, for the report.
 	features map[string]bool
+
+	// What a scenario of upstream-endpointslices.md §11 (spec.go) adds; a generated one leaves
+	// these empty.
+	// id is the spec's scenario id (S04); empty for a generated scenario.
+	id string
+	// startLate starts both controllers only once the initial state is stored, so that their
+	// first sync sees it whole, as the spec's scenarios state it, and its writes are compared.
+	startLate bool
+	// nodes are Nodes of the scenario's own beside node, created before the initial state.
+	nodes []*corev1.Node
+	// stored are owned slices stored before the controllers start.
+	stored []storedSlice
+	// deletingServices are Services (created with specFinalizer) deleted before the controllers
+	// start, so they stay being deleted.
+	deletingServices []string
+}
+
+// label names the scenario in the report: its spec id, or its seed.
+func (s *scenario) label() string {
+	if s.id != "" {
+		return s.id
+	}
+	return fmt.Sprintf("scenario seed=%d", s.seed)
 }
 
 // podState is a pod to create and the status a kubelet would report for it.
@@ -44,6 +67,13 @@ type step struct {
 	pod    *podState // stepAddPod
 	// touch is the value stepTouchService writes to the Service's annotation.
 	touch int
+	// The change of stepEditService, stepEditPod, stepEditPodStatus, stepEditNode, and of
+	// stepEditSlice when set (instead of the hand edit).
+	serviceEdit func(*corev1.Service)
+	podEdit     func(*corev1.Pod)
+	statusEdit  func(*corev1.PodStatus)
+	sliceEdit   func(*discoveryv1.EndpointSlice)
+	nodeEdit    func(*corev1.Node)
 }
 
 const (
@@ -66,6 +96,15 @@ const (
 	// endpoint dropped), and its deletion: both controllers watch their slices.
 	stepEditSlice   = "hand-edit-slice"
 	stepDeleteSlice = "delete-owned-slice"
+	// Changes the spec's scenarios make (spec.go), each by the step's edit function.
+	stepEditService   = "edit-service"
+	stepEditPod       = "edit-pod"
+	stepEditPodStatus = "edit-pod-status"
+	stepEditNode      = "edit-node"
+	stepDeleteService = "delete-service"
+	// An owned slice relabelled by its sliceEdit so that it leaves the controllers' hands
+	// (another manager): D8 of docs/upstream-behaviour.md §18.
+	stepSliceLeaves = "relabel-owned-slice-away"
 )
 
 // Hand-edit markers, the same in both namespaces.
