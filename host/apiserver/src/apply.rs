@@ -234,8 +234,6 @@ fn record_apply(entries: &mut Vec<Entry>, manager: &str, t: &ApplyTarget<'_>, ap
 
 /// Where an apply goes.
 pub(crate) struct ApplyTarget<'a> {
-    pub resource: &'a str,
-    pub group: &'a str,
     pub api_version: String,
     pub name: &'a str,
     pub namespace: Option<&'a str>,
@@ -267,7 +265,7 @@ pub(crate) fn apply(
         }
     }
     if !conflicts.is_empty() && !force {
-        return Err(conflict_error(t, &conflicts));
+        return Err(conflict_error(&conflicts));
     }
     let mut new = live.clone();
     // Fields this manager applied before, left out now, and owned by nobody else are removed.
@@ -362,10 +360,13 @@ fn created(t: &ApplyTarget<'_>, config: &Value, manager: &str, applied: FieldSet
     v
 }
 
-fn conflict_error(t: &ApplyTarget<'_>, conflicts: &[(String, String)]) -> ApiError {
+/// The 409 kube-apiserver answers: each conflict names the other manager and the field (the
+/// manager's API version only when it differs from the applier's, which one served version per
+/// group rules out here), and the details carry only the causes.
+fn conflict_error(conflicts: &[(String, String)]) -> ApiError {
     let lines: Vec<String> = conflicts
         .iter()
-        .map(|(m, f)| format!("conflict with \"{m}\" using {}: {f}", t.api_version))
+        .map(|(m, f)| format!("conflict with \"{m}\": {f}"))
         .collect();
     let msg = if lines.len() == 1 {
         format!("Apply failed with 1 conflict: {}", lines[0])
@@ -376,18 +377,13 @@ fn conflict_error(t: &ApplyTarget<'_>, conflicts: &[(String, String)]) -> ApiErr
             lines.join("\n")
         )
     };
-    let mut details = json!({
-        "name": t.name,
-        "kind": t.resource,
+    let details = json!({
         "causes": conflicts.iter().map(|(m, f)| json!({
             "reason": "FieldManagerConflict",
-            "message": format!("conflict with \"{m}\" using {}", t.api_version),
+            "message": format!("conflict with \"{m}\""),
             "field": f,
         })).collect::<Vec<_>>(),
     });
-    if !t.group.is_empty() {
-        details["group"] = json!(t.group);
-    }
     ApiError::new(409, "Conflict", msg).with_details(details)
 }
 
@@ -468,8 +464,6 @@ mod tests {
 
     fn target() -> ApplyTarget<'static> {
         ApplyTarget {
-            resource: "leases",
-            group: "coordination.k8s.io",
             api_version: "coordination.k8s.io/v1".into(),
             name: "weir",
             namespace: Some("kube-system"),

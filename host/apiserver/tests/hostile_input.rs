@@ -289,6 +289,53 @@ async fn endpoints_and_slices_with_bad_addresses_or_ports_are_invalid() {
     server.shutdown().await;
 }
 
+/// What kube-apiserver also refuses of an EndpointSlice: an address type other than FQDN, IPv4
+/// and IPv6, an endpoint without addresses, and a change of the address type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slices_need_a_known_fixed_address_type_and_addresses() {
+    let (server, addr) = start(Config::default()).await;
+    let slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices";
+    let slice = |name: &str, ty: &str, addresses: &str| {
+        format!(
+            r#"{{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{{"name":"{name}"}},"addressType":"{ty}","endpoints":[{{"addresses":{addresses}}}]}}"#
+        )
+    };
+    for (name, ty, addresses, cause) in [
+        (
+            "ipv5",
+            "IPv5",
+            r#"["10.0.0.1"]"#,
+            r#"Unsupported value: \"IPv5\""#,
+        ),
+        ("untyped", "", r#"["10.0.0.1"]"#, r#""field":"addressType""#),
+        ("empty", "IPv4", "[]", "must contain at least 1 address"),
+    ] {
+        let body = slice(name, ty, addresses);
+        let (code, out) = raw(addr, "POST", slices, "application/json", body.as_bytes()).await;
+        assert_eq!(code, 422, "{name}: {out}");
+        assert!(out.contains(cause), "{name}: {out}");
+    }
+    for (name, ty, address) in [("v4", "IPv4", "10.0.0.1"), ("names", "FQDN", "db.example")] {
+        let body = slice(name, ty, &format!(r#"["{address}"]"#));
+        let (code, out) = raw(addr, "POST", slices, "application/json", body.as_bytes()).await;
+        assert_eq!(code, 201, "{name}: {out}");
+    }
+    let (code, out) = raw(
+        addr,
+        "PATCH",
+        &format!("{slices}/v4"),
+        "application/merge-patch+json",
+        br#"{"addressType":"IPv6","endpoints":[{"addresses":["fd00::1"]}]}"#,
+    )
+    .await;
+    assert_eq!(code, 422, "{out}");
+    assert!(
+        out.contains(r#"Invalid value: \"IPv6\": field is immutable"#),
+        "{out}"
+    );
+    server.shutdown().await;
+}
+
 /// A write as `agent` (User-Agent); returns the status code.
 async fn write_as(addr: SocketAddr, agent: &str, name: &str) -> u16 {
     let body =

@@ -27,22 +27,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"weir/tests/upstream/testbin"
 )
 
 // deadline bounds every wait for a condition.
 const deadline = 2 * time.Minute
-
-func binary(t *testing.T, env string) string {
-	t.Helper()
-	path := os.Getenv(env)
-	if path == "" {
-		t.Fatalf("%s is not set: the path of the binary (make conformance sets it)", env)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s=%s: %v", env, path, err)
-	}
-	return path
-}
 
 // run runs a command to completion and returns its stdout (its stderr goes to the test log).
 func run(t *testing.T, name string, args ...string) string {
@@ -123,8 +113,8 @@ func freePort(t *testing.T) int {
 }
 
 func TestUpVersionWeirDown(t *testing.T) {
-	harness := binary(t, "KUBE_HARNESS")
-	weir := binary(t, "WEIR")
+	harness := testbin.Path(t, "KUBE_HARNESS")
+	weir := testbin.Path(t, "WEIR")
 	dir := t.TempDir()
 
 	run(t, harness, "up", dir)

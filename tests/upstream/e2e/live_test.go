@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"weir/tests/upstream/testbin"
 )
 
 // diffReport is the part of `weir diff -o json` the test reads.
@@ -29,7 +31,7 @@ type diffReport struct {
 // its admin kubeconfig.
 func harnessUp(t *testing.T) string {
 	t.Helper()
-	harness := binary(t, "KUBE_HARNESS")
+	harness := testbin.Path(t, "KUBE_HARNESS")
 	dir := t.TempDir()
 	run(t, harness, "up", dir)
 	t.Cleanup(func() { _ = exec.Command(harness, "down", dir).Run() })
@@ -87,7 +89,7 @@ func liveDiff(t *testing.T, weir, kubeconfig, ns string, want int) diffReport {
 // with the default guest, and one taken after a readiness change weir has not written fails
 // it, for that Service.
 func TestDiffAndSnapshotAgainstTheRealServer(t *testing.T) {
-	weir := binary(t, "WEIR")
+	weir := testbin.Path(t, "WEIR")
 	kubeconfig := harnessUp(t)
 	client := clientFor(t, kubeconfig)
 	const ns = "weir-live"

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"weir/tests/upstream/testbin"
 )
 
 // upstreamRoles are the bootstrap roles kube-controller-manager's two controllers run under.
@@ -39,7 +41,7 @@ var weirExtras = map[string]string{
 // under exactly those permissions. It then compares the shipped ClusterRole with upstream's
 // bootstrap roles read from the server.
 func TestShippedRBAC(t *testing.T) {
-	weir := binary(t, "WEIR")
+	weir := testbin.Path(t, "WEIR")
 	adminConfigPath := harnessUp(t)
 	dir := filepath.Dir(adminConfigPath)
 

@@ -122,8 +122,6 @@ async fn server_side_apply(call: &Call<'_>, name: &str) -> Result<Response, ApiE
     let force = is_true(call.q, "force");
     let config = body::parse_off_thread(call.headers, &call.body).await?;
     let at = apply::ApplyTarget {
-        resource: def.name,
-        group: def.group,
         api_version: def.api_version(),
         name,
         namespace: call.t.ns.as_deref(),

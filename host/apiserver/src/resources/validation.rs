@@ -224,14 +224,34 @@ fn slice_causes(v: &Value, causes: &mut Vec<(String, String)>) {
     let family = match v["addressType"].as_str() {
         Some("IPv4") => Some(false),
         Some("IPv6") => Some(true),
-        _ => None, // FQDN or unknown: addresses are not IPs
+        Some("FQDN") => None, // addresses are not IPs
+        None | Some("") => {
+            causes.push(("addressType".into(), "Required value".into()));
+            None
+        }
+        Some(other) => {
+            causes.push((
+                "addressType".into(),
+                format!(
+                    "Unsupported value: \"{other}\": supported values: \"FQDN\", \"IPv4\", \"IPv6\""
+                ),
+            ));
+            None
+        }
     };
-    if let Some(v6) = family {
-        for (i, e) in v["endpoints"].as_array().into_iter().flatten().enumerate() {
-            for (j, a) in e["addresses"].as_array().into_iter().flatten().enumerate() {
-                if let Some(problem) = endpoint_ip_problem(a, Some(v6)) {
-                    causes.push((format!("endpoints[{i}].addresses[{j}]"), problem));
-                }
+    for (i, e) in v["endpoints"].as_array().into_iter().flatten().enumerate() {
+        let addresses = e["addresses"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        if addresses.is_empty() {
+            causes.push((
+                format!("endpoints[{i}].addresses"),
+                "Required value: must contain at least 1 address".into(),
+            ));
+        }
+        for (j, a) in addresses.iter().enumerate() {
+            if let Some(v6) = family
+                && let Some(problem) = endpoint_ip_problem(a, Some(v6))
+            {
+                causes.push((format!("endpoints[{i}].addresses[{j}]"), problem));
             }
         }
     }

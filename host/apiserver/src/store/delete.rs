@@ -35,7 +35,8 @@ impl Store {
             0
         };
         if r != NAMESPACES && grace == 0 && fins.is_empty() {
-            return self.remove(r, &old_obj, old);
+            let last = cut_short(old);
+            return self.remove(r, &old_obj, last);
         }
         let v = marked(r, &old, grace, fins);
         if r == PODS && grace > 0 {
@@ -119,15 +120,36 @@ fn finalizers_for(old: &Value, propagation: Option<Propagation>) -> Vec<String> 
     fins
 }
 
-/// The object marked for deletion: a first delete sets the deletion time and grace period;
-/// a later one may only shorten the grace period.
+/// The last state of an object removed at once: a graceful deletion still pending ends now,
+/// with grace period 0, as kube-apiserver writes it before the removal.
+fn cut_short(mut old: Value) -> Value {
+    let m = meta(&mut old);
+    if m.get("deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        m.insert("deletionTimestamp".into(), json!(util::rfc3339_in(0)));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+    }
+    old
+}
+
+/// The object marked for deletion: a first delete sets the deletion time and grace period
+/// and, as kube-apiserver does, bumps a generation the object has (its controllers see the
+/// change of intent); a later one may only shorten the grace period.
 fn marked(r: usize, old: &Value, grace: i64, fins: Vec<String>) -> Value {
     let mut v = old.clone();
     let m = meta(&mut v);
+    let first = m.get("deletionTimestamp").is_none_or(Value::is_null);
     let pending = m
         .get("deletionGracePeriodSeconds")
         .and_then(Value::as_i64)
-        .filter(|_| m.get("deletionTimestamp").is_some_and(|t| !t.is_null()));
+        .filter(|_| !first);
+    if first
+        && let Some(generation) = m
+            .get("generation")
+            .and_then(Value::as_i64)
+            .filter(|g| *g > 0)
+    {
+        m.insert("generation".into(), json!(generation + 1));
+    }
     if pending.is_none_or(|p| grace < p) {
         let at = util::rfc3339_in(grace.unsigned_abs());
         m.insert("deletionTimestamp".into(), json!(at));

@@ -399,6 +399,42 @@ mod tests {
         assert!(s.get(PODS, "default", "p").is_none());
     }
 
+    /// As kube-apiserver: the first graceful delete bumps the generation, a later one does not,
+    /// and a delete with grace period 0 ends the pending one at 0.
+    #[test]
+    fn graceful_deletion_bumps_generation_once_and_ends_at_zero() {
+        let mut s = Store::starting_at(100, 1, 0);
+        let mut p = pod("p");
+        p["spec"]["nodeName"] = json!("n");
+        let created = s
+            .create(PODS, Some("default"), p, WriteOpts::default())
+            .unwrap()
+            .value();
+        assert_eq!(created["metadata"]["generation"], 1);
+        let graceful = |g| DeleteOpts {
+            grace: Some(g),
+            ..DeleteOpts::default()
+        };
+        let marked = s
+            .delete(PODS, "default", "p", &graceful(30))
+            .unwrap()
+            .value();
+        assert_eq!(marked["metadata"]["generation"], 2);
+        assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+        let shorter = s
+            .delete(PODS, "default", "p", &graceful(10))
+            .unwrap()
+            .value();
+        assert_eq!(shorter["metadata"]["generation"], 2);
+        assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 10);
+        let last = s
+            .delete(PODS, "default", "p", &graceful(0))
+            .unwrap()
+            .value();
+        assert_eq!(last["metadata"]["deletionGracePeriodSeconds"], 0);
+        assert!(s.get(PODS, "default", "p").is_none());
+    }
+
     #[test]
     fn service_defaults() {
         let mut s = Store::starting_at(100, 1, 0);

@@ -45,6 +45,18 @@ impl Store {
             Self::keep_allocation(name, &old, &mut new)?;
         }
         resources::apply_defaults(r, &mut new);
+        // An EndpointSlice's addresses are read in its address type: it never changes.
+        if r == ENDPOINTSLICES && new["addressType"] != old["addressType"] {
+            let to = new["addressType"].as_str().unwrap_or_default();
+            return Err(Self::invalid(
+                r,
+                name,
+                vec![(
+                    "addressType".into(),
+                    format!("Invalid value: \"{to}\": field is immutable"),
+                )],
+            ));
+        }
         let causes = resources::validate(r, &new);
         if !causes.is_empty() {
             return Err(Self::invalid(r, name, causes));
