@@ -91,10 +91,11 @@ fn object_at<'v>(shape: &Projection, path: &[&str], fields: &[Field<'_, 'v>]) ->
         return Some(object(shape, fields));
     };
     let (_, make) = fields.iter().find(|(name, _)| name == first)?;
+    let shape = shape.field(first)?;
     match make {
         Make::Leaf(make) if rest.is_empty() => make(),
         Make::Leaf(_) => None,
-        Make::Object(make) => make(shape.field(first)?, rest),
+        Make::Object(make) => make(shape, rest),
     }
 }
 

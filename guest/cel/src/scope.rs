@@ -32,11 +32,15 @@ pub struct PodScope<'r> {
 
 impl VariableResolver for PodScope<'_> {
     fn resolve<'b>(&'b self, name: &str) -> Option<CowVal<'b, 'b>> {
-        let mut segments = name.split('.');
-        let root = segments.next()?;
+        // Most names asked here are another scope's (`params.x`, `variables.x`): the root
+        // tells them apart before any path is split.
+        let (root, below) = name.split_once('.').unwrap_or((name, ""));
+        if !matches!(root, "pod" | "node" | "endpoint") {
+            return None;
+        }
         let mut path = [""; MAX_PATH];
         let mut depth = 0;
-        for segment in segments {
+        for segment in below.split('.').filter(|_| !below.is_empty()) {
             *path.get_mut(depth)? = segment;
             depth += 1;
         }
@@ -44,9 +48,56 @@ impl VariableResolver for PodScope<'_> {
         let value = match root {
             "pod" => object::pod(self.pod, self.projections.get("pod")?, path),
             "node" => object::node(self.pod, self.projections.get("node")?, path),
-            "endpoint" => object::endpoint(self.endpoint, path),
-            _ => None,
+            _ => object::endpoint(self.endpoint, path),
         }?;
         Some(CowVal::Owned(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cel::common::types::CelBool;
+    use weir_policy::testing::{kv, pod};
+
+    fn projections(sources: &[&str]) -> Projections {
+        let env = crate::library::environment();
+        let programs: Vec<_> = sources.iter().map(|s| env.compile(s).unwrap()).collect();
+        Projections::of(&["pod", "node"], programs.iter().map(|p| p.expression()))
+    }
+
+    #[test]
+    fn names_resolve_to_the_field_alone_or_fall_back() {
+        let projections = projections(&["pod.metadata.annotations['a'] == 'b'"]);
+        let mut annotated = pod("a", "10.0.0.1", true);
+        annotated.annotations.push(kv("a", "b"));
+        let scope = PodScope {
+            projections: &projections,
+            pod: &annotated,
+            endpoint: Endpoint {
+                ready: true,
+                serving: false,
+                terminating: false,
+            },
+        };
+        let annotations = scope.resolve("pod.metadata.annotations").unwrap();
+        assert_eq!(*annotations.as_sizer().unwrap().size().inner(), 1);
+        let ready = scope.resolve("endpoint.ready").unwrap();
+        assert_eq!(
+            ready.downcast_ref::<CelBool>().map(|b| *b.inner()),
+            Some(true)
+        );
+        // Below a leaf, a field the projection leaves out, other scopes' names: not here.
+        for name in [
+            "pod.metadata.annotations.a",
+            "pod.metadata.labels",
+            "endpoint.ready.x",
+            "params.annotation",
+            "variables.pod",
+            "node",
+        ] {
+            assert!(scope.resolve(name).is_none(), "{name}");
+        }
+        assert!(scope.resolve("pod").is_some() && scope.resolve("pod.metadata").is_some());
     }
 }
