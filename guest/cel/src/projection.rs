@@ -129,14 +129,20 @@ fn selection_path(expr: &Expr) -> Option<Vec<&str>> {
     }
 }
 
+/// The projections of `pod` and `node` that `sources` reach, for tests.
+#[cfg(test)]
+pub(crate) fn of_sources(sources: &[&str]) -> Projections {
+    let env = crate::library::environment();
+    let programs: Vec<_> = sources.iter().map(|s| env.compile(s).unwrap()).collect();
+    Projections::of(&["pod", "node"], programs.iter().map(|p| p.expression()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn projections(sources: &[&str]) -> Projections {
-        let env = crate::library::environment();
-        let programs: Vec<_> = sources.iter().map(|s| env.compile(s).unwrap()).collect();
-        Projections::of(&["pod", "node"], programs.iter().map(|p| p.expression()))
+        of_sources(sources)
     }
 
     fn fields(entries: &[(&str, Projection)]) -> Projection {

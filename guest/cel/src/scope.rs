@@ -60,15 +60,9 @@ mod tests {
     use cel::common::types::CelBool;
     use weir_policy::testing::{kv, pod};
 
-    fn projections(sources: &[&str]) -> Projections {
-        let env = crate::library::environment();
-        let programs: Vec<_> = sources.iter().map(|s| env.compile(s).unwrap()).collect();
-        Projections::of(&["pod", "node"], programs.iter().map(|p| p.expression()))
-    }
-
     #[test]
     fn names_resolve_to_the_field_alone_or_fall_back() {
-        let projections = projections(&["pod.metadata.annotations['a'] == 'b'"]);
+        let projections = crate::projection::of_sources(&["pod.metadata.annotations['a'] == 'b'"]);
         let mut annotated = pod("a", "10.0.0.1", true);
         annotated.annotations.push(kv("a", "b"));
         let scope = PodScope {
