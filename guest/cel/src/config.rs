@@ -8,7 +8,9 @@ use cel::Env;
 use cel::parser::Expression;
 use serde::Deserialize;
 
+use crate::library;
 use crate::parse;
+use crate::plan::Plan;
 use crate::projection::Projections;
 
 /// The objects built with only the fields the expressions reach ([`Projections`]); `params`
@@ -75,7 +77,9 @@ pub struct Variable {
 
 /// A compiled configuration.
 pub struct Config {
-    /// The CEL environment the expressions were compiled for and run in.
+    /// The CEL environment the expressions run in: the standard library's
+    /// ([`library::environment`]), or an empty one when they need nothing of it
+    /// ([`library::needed`]).
     pub env: Arc<Env>,
     /// `params`, as given (`null` when absent).
     pub params: serde_json::Value,
@@ -85,16 +89,19 @@ pub struct Config {
     pub rules: [Option<Expression>; 4],
     /// The fields of the [`PROJECTED`] objects that the variables and rules reach.
     pub projections: Projections,
+    /// Which variables are evaluated once per request, and whether `variables` is a map.
+    pub plan: Plan,
 }
 
 impl std::fmt::Debug for Config {
-    // `Env` has no `Debug`; its contents are fixed ([`environment`]).
+    // `Env` has no `Debug`; its contents are fixed ([`library`]).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("params", &self.params)
             .field("variables", &self.variables)
             .field("rules", &self.rules)
             .field("projections", &self.projections)
+            .field("plan", &self.plan)
             .finish_non_exhaustive()
     }
 }
@@ -109,15 +116,6 @@ impl Config {
     pub fn has_rules(&self) -> bool {
         self.rules.iter().any(Option::is_some)
     }
-}
-
-/// The environment expressions run in: CEL's standard library (with `matches()`), and the
-/// strings extension (`replace`, `split`, `lowerAscii`, ...) that Kubernetes CEL also has.
-pub fn environment() -> Env {
-    let mut env = Env::stdlib();
-    // Registering a built-in extension on a fresh environment cannot collide.
-    let _ = env.add_extension(cel::extensions::strings);
-    env
 }
 
 /// Parses and compiles a configuration, as each call does ([`parse::parse`]). An empty one has
@@ -145,7 +143,8 @@ enum Parsing {
 
 fn compile_with(config: &str, parsing: Parsing) -> Result<Config, String> {
     let written: Written = weir_policy::parse_config(config).map_err(|e| e.to_string())?;
-    let env = environment();
+    // The standard library's environment, built when parsing or evaluating needs it.
+    let mut library: Option<Env> = None;
     let mut variables: Vec<Variable> = Vec::with_capacity(written.variables.len());
     for (i, variable) in written.variables.into_iter().enumerate() {
         let field = format!("variables[{i}] ({})", variable.name);
@@ -159,7 +158,7 @@ fn compile_with(config: &str, parsing: Parsing) -> Result<Config, String> {
                 "{field}: the name is already taken by an earlier variable"
             ));
         }
-        let expression = compile_one(&env, parsing, &field, &variable.expression)?;
+        let expression = compile_one(&mut library, parsing, &field, &variable.expression)?;
         variables.push(Variable {
             name: variable.name,
             expression,
@@ -175,7 +174,7 @@ fn compile_with(config: &str, parsing: Parsing) -> Result<Config, String> {
     for ((rule, source), slot) in Rule::ALL.into_iter().zip(sources).zip(&mut rules) {
         if let Some(source) = source {
             *slot = Some(compile_one(
-                &env,
+                &mut library,
                 parsing,
                 &format!("rule `{}`", rule.name()),
                 &source,
@@ -187,17 +186,28 @@ fn compile_with(config: &str, parsing: Parsing) -> Result<Config, String> {
         .map(|v| &v.expression)
         .chain(rules.iter().flatten());
     let projections = Projections::of(&PROJECTED, expressions);
+    let plan = Plan::of(&variables, rules.iter().flatten());
+    let expressions = variables
+        .iter()
+        .map(|v| &v.expression)
+        .chain(rules.iter().flatten());
+    let env = if library::needed(expressions) {
+        library.unwrap_or_else(library::environment)
+    } else {
+        Env::default()
+    };
     Ok(Config {
         env: Arc::new(env),
         params: written.params,
         variables,
         rules,
         projections,
+        plan,
     })
 }
 
 fn compile_one(
-    env: &Env,
+    library: &mut Option<Env>,
     parsing: Parsing,
     field: &str,
     source: &str,
@@ -209,8 +219,8 @@ fn compile_one(
     // caret under the column.
     let refused = |errors| format!("{field} does not compile: {errors}");
     match parsing {
-        Parsing::Fast => parse::parse(env, source).map_err(refused),
-        Parsing::Checked => parse::parse_checked(env, source).map_err(|errors| match errors {
+        Parsing::Fast => parse::parse(library, source).map_err(refused),
+        Parsing::Checked => parse::parse_checked(library, source).map_err(|errors| match errors {
             Some(errors) => refused(errors),
             None => format!(
                 "{field}: cel's fast parser reads this expression differently from its \

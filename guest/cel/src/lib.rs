@@ -19,10 +19,14 @@
 
 pub mod check;
 pub mod config;
+pub mod library;
 pub mod object;
 pub mod parse;
+pub mod plan;
 pub mod policy;
 pub mod projection;
+pub mod scope;
+pub mod syntax;
 
 use weir_policy::types::{Decision, Request};
 

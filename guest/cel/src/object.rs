@@ -54,18 +54,49 @@ fn strings(items: &[String]) -> Value<'_> {
     list(items.iter().map(|s| string(s)).collect())
 }
 
-/// A field of an object: its name, and what makes its value for its projection (`None` leaves
-/// the field out).
-type Field<'f, 'v> = (&'static str, &'f dyn Fn(&Projection) -> Option<Value<'v>>);
+/// How a field of an object is made.
+enum Make<'f, 'v> {
+    /// A value with no fields of its own to select here (a string, a list, a map of labels):
+    /// `None` leaves the field out.
+    Leaf(&'f dyn Fn() -> Option<Value<'v>>),
+    /// A nested object, made for its projection, or one of its fields for a path below it.
+    Object(&'f dyn Fn(&Projection, &[&str]) -> Option<Value<'v>>),
+}
+
+/// A field of an object: its name, and how its value is made.
+type Field<'f, 'v> = (&'static str, Make<'f, 'v>);
 
 /// An object: the fields given, under their Kubernetes names, those `shape` reaches only, each
 /// made only then.
 fn object<'v>(shape: &Projection, fields: &[Field<'_, 'v>]) -> Value<'v> {
     let map: HashMap<CelMapKey<'v>, Value<'v>> = fields
         .iter()
-        .filter_map(|(name, make)| Some((CelMapKey::from(*name), make(shape.field(name)?)?)))
+        .filter_map(|(name, make)| {
+            let value = match make {
+                Make::Leaf(make) => make(),
+                Make::Object(make) => make(shape.field(name)?, &[]),
+            };
+            Some((CelMapKey::from(*name), value?))
+        })
         .collect();
     Box::new(CelMap::from(map))
+}
+
+/// The value at `path` below an object: the object itself (as [`object`] makes it) for an
+/// empty path, else the field the path names, made alone, without the objects around it.
+/// `None` when there is no such field, the field is absent, or the path goes below a leaf:
+/// the interpreter then selects the rest of the path on a shorter one, as on a whole object.
+fn object_at<'v>(shape: &Projection, path: &[&str], fields: &[Field<'_, 'v>]) -> Option<Value<'v>> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(object(shape, fields));
+    };
+    let (_, make) = fields.iter().find(|(name, _)| name == first)?;
+    let shape = shape.field(first)?;
+    match make {
+        Make::Leaf(make) if rest.is_empty() => make(),
+        Make::Leaf(_) => None,
+        Make::Object(make) => make(shape, rest),
+    }
 }
 
 /// Labels or annotations: a map from key to value, empty when there are none.
@@ -88,126 +119,176 @@ pub fn service<'v>(service: &'v Service, shape: &Projection) -> Value<'v> {
         object(
             &WHOLE,
             &[
-                ("name", &|_| Some(string(&port.name))),
-                ("protocol", &|_| Some(string(&port.protocol))),
-                ("port", &|_| Some(int(port.port))),
-                ("targetPort", &|_| {
-                    Some(match &port.target_port {
-                        TargetPort::Number(n) => int(*n),
-                        TargetPort::Name(name) => string(name),
-                    })
-                }),
-                ("appProtocol", &|_| port.app_protocol.as_deref().map(string)),
+                ("name", Make::Leaf(&|| Some(string(&port.name)))),
+                ("protocol", Make::Leaf(&|| Some(string(&port.protocol)))),
+                ("port", Make::Leaf(&|| Some(int(port.port)))),
+                (
+                    "targetPort",
+                    Make::Leaf(&|| {
+                        Some(match &port.target_port {
+                            TargetPort::Number(n) => int(*n),
+                            TargetPort::Name(name) => string(name),
+                        })
+                    }),
+                ),
+                (
+                    "appProtocol",
+                    Make::Leaf(&|| port.app_protocol.as_deref().map(string)),
+                ),
+            ],
+        )
+    };
+    let metadata = |shape: &Projection, path: &[&str]| {
+        object_at(
+            shape,
+            path,
+            &[
+                ("name", Make::Leaf(&|| Some(string(&service.name)))),
+                (
+                    "namespace",
+                    Make::Leaf(&|| Some(string(&service.namespace))),
+                ),
+                ("uid", Make::Leaf(&|| Some(string(&service.uid)))),
+                ("labels", Make::Leaf(&|| Some(key_values(&service.labels)))),
+                (
+                    "annotations",
+                    Make::Leaf(&|| Some(key_values(&service.annotations))),
+                ),
+                (
+                    "creationTimestamp",
+                    Make::Leaf(&|| service.creation_timestamp.as_deref().map(string)),
+                ),
+            ],
+        )
+    };
+    let spec = |shape: &Projection, path: &[&str]| {
+        object_at(
+            shape,
+            path,
+            &[
+                (
+                    "selector",
+                    Make::Leaf(&|| service.selector.as_deref().map(key_values)),
+                ),
+                ("type", Make::Leaf(&|| Some(string(service_type)))),
+                (
+                    "clusterIP",
+                    Make::Leaf(&|| Some(string(&service.cluster_ip))),
+                ),
+                (
+                    "clusterIPs",
+                    Make::Leaf(&|| Some(strings(&service.cluster_ips))),
+                ),
+                (
+                    "ipFamilies",
+                    Make::Leaf(&|| Some(strings(&service.ip_families))),
+                ),
+                (
+                    "ports",
+                    Make::Leaf(&|| Some(list(service.ports.iter().map(port).collect()))),
+                ),
+                (
+                    "publishNotReadyAddresses",
+                    Make::Leaf(&|| Some(boolean(service.publish_not_ready_addresses))),
+                ),
+                (
+                    "trafficDistribution",
+                    Make::Leaf(&|| service.traffic_distribution.as_deref().map(string)),
+                ),
             ],
         )
     };
     object(
         shape,
         &[
-            ("metadata", &|shape| {
-                Some(object(
-                    shape,
-                    &[
-                        ("name", &|_| Some(string(&service.name))),
-                        ("namespace", &|_| Some(string(&service.namespace))),
-                        ("uid", &|_| Some(string(&service.uid))),
-                        ("labels", &|_| Some(key_values(&service.labels))),
-                        ("annotations", &|_| Some(key_values(&service.annotations))),
-                        ("creationTimestamp", &|_| {
-                            service.creation_timestamp.as_deref().map(string)
-                        }),
-                    ],
-                ))
-            }),
-            ("spec", &|shape| {
-                Some(object(
-                    shape,
-                    &[
-                        ("selector", &|_| service.selector.as_deref().map(key_values)),
-                        ("type", &|_| Some(string(service_type))),
-                        ("clusterIP", &|_| Some(string(&service.cluster_ip))),
-                        ("clusterIPs", &|_| Some(strings(&service.cluster_ips))),
-                        ("ipFamilies", &|_| Some(strings(&service.ip_families))),
-                        ("ports", &|_| {
-                            Some(list(service.ports.iter().map(port).collect()))
-                        }),
-                        ("publishNotReadyAddresses", &|_| {
-                            Some(boolean(service.publish_not_ready_addresses))
-                        }),
-                        ("trafficDistribution", &|_| {
-                            service.traffic_distribution.as_deref().map(string)
-                        }),
-                    ],
-                ))
-            }),
+            ("metadata", Make::Object(&metadata)),
+            ("spec", Make::Object(&spec)),
         ],
     )
 }
 
-/// `pod`: metadata, the scheduling fields of spec, and status, as far as `shape` reaches.
-pub fn pod<'v>(pod: &'v Pod, shape: &Projection) -> Value<'v> {
+/// `pod`, or the value at `path` below it (`["metadata", "annotations"]`): metadata, the
+/// scheduling fields of spec, and status, as far as `shape` reaches ([`object_at`]).
+pub fn pod<'v>(pod: &'v Pod, shape: &Projection, path: &[&str]) -> Option<Value<'v>> {
     let condition = |condition: &'v PodCondition| {
         object(
             &WHOLE,
             &[
-                ("type", &|_| Some(string(&condition.condition_type))),
-                ("status", &|_| Some(string(&condition.status))),
-                ("lastTransitionTime", &|_| {
-                    condition.last_transition_time.as_deref().map(string)
-                }),
+                (
+                    "type",
+                    Make::Leaf(&|| Some(string(&condition.condition_type))),
+                ),
+                ("status", Make::Leaf(&|| Some(string(&condition.status)))),
+                (
+                    "lastTransitionTime",
+                    Make::Leaf(&|| condition.last_transition_time.as_deref().map(string)),
+                ),
             ],
         )
     };
-    let pod_ip = |ip: &'v String| object(&WHOLE, &[("ip", &|_| Some(string(ip)))]);
-    object(
+    let pod_ip = |ip: &'v String| object(&WHOLE, &[("ip", Make::Leaf(&|| Some(string(ip))))]);
+    let metadata = |shape: &Projection, path: &[&str]| {
+        object_at(
+            shape,
+            path,
+            &[
+                ("name", Make::Leaf(&|| Some(string(&pod.name)))),
+                ("namespace", Make::Leaf(&|| Some(string(&pod.namespace)))),
+                ("uid", Make::Leaf(&|| Some(string(&pod.uid)))),
+                ("labels", Make::Leaf(&|| Some(key_values(&pod.labels)))),
+                (
+                    "annotations",
+                    Make::Leaf(&|| Some(key_values(&pod.annotations))),
+                ),
+            ],
+        )
+    };
+    let spec = |shape: &Projection, path: &[&str]| {
+        object_at(
+            shape,
+            path,
+            &[
+                ("nodeName", Make::Leaf(&|| Some(string(&pod.node_name)))),
+                ("hostname", Make::Leaf(&|| Some(string(&pod.hostname)))),
+                ("subdomain", Make::Leaf(&|| Some(string(&pod.subdomain)))),
+            ],
+        )
+    };
+    let status = |shape: &Projection, path: &[&str]| {
+        object_at(
+            shape,
+            path,
+            &[
+                ("phase", Make::Leaf(&|| Some(string(&pod.phase)))),
+                ("podIP", Make::Leaf(&|| pod.pod_ip.as_deref().map(string))),
+                (
+                    "podIPs",
+                    Make::Leaf(&|| Some(list(pod.pod_ips.iter().map(pod_ip).collect()))),
+                ),
+                (
+                    "conditions",
+                    Make::Leaf(&|| Some(list(pod.conditions.iter().map(condition).collect()))),
+                ),
+            ],
+        )
+    };
+    object_at(
         shape,
+        path,
         &[
-            ("metadata", &|shape| {
-                Some(object(
-                    shape,
-                    &[
-                        ("name", &|_| Some(string(&pod.name))),
-                        ("namespace", &|_| Some(string(&pod.namespace))),
-                        ("uid", &|_| Some(string(&pod.uid))),
-                        ("labels", &|_| Some(key_values(&pod.labels))),
-                        ("annotations", &|_| Some(key_values(&pod.annotations))),
-                    ],
-                ))
-            }),
-            ("spec", &|shape| {
-                Some(object(
-                    shape,
-                    &[
-                        ("nodeName", &|_| Some(string(&pod.node_name))),
-                        ("hostname", &|_| Some(string(&pod.hostname))),
-                        ("subdomain", &|_| Some(string(&pod.subdomain))),
-                    ],
-                ))
-            }),
-            ("status", &|shape| {
-                Some(object(
-                    shape,
-                    &[
-                        ("phase", &|_| Some(string(&pod.phase))),
-                        ("podIP", &|_| pod.pod_ip.as_deref().map(string)),
-                        ("podIPs", &|_| {
-                            Some(list(pod.pod_ips.iter().map(pod_ip).collect()))
-                        }),
-                        ("conditions", &|_| {
-                            Some(list(pod.conditions.iter().map(condition).collect()))
-                        }),
-                    ],
-                ))
-            }),
+            ("metadata", Make::Object(&metadata)),
+            ("spec", Make::Object(&spec)),
+            ("status", Make::Object(&status)),
         ],
     )
 }
 
-/// `node`: the pod's Node as far as the contract carries it (its name, and its zone label
-/// when set) and `shape` reaches, or `null` when the pod names no Node that exists.
-pub fn node<'v>(pod: &'v Pod, shape: &Projection) -> Value<'v> {
+/// `node`, or the value at `path` below it: the pod's Node as far as the contract carries it
+/// (its name, and its zone label when set) and `shape` reaches, or `null` when the pod names
+/// no Node that exists.
+pub fn node<'v>(pod: &'v Pod, shape: &Projection, path: &[&str]) -> Option<Value<'v>> {
     if !pod.node_exists || pod.node_name.is_empty() {
-        return Box::new(CelNull);
+        return path.is_empty().then(|| Box::new(CelNull) as Value<'v>);
     }
     let labels = || {
         let labels: HashMap<CelMapKey<'v>, Value<'v>> = pod
@@ -216,30 +297,33 @@ pub fn node<'v>(pod: &'v Pod, shape: &Projection) -> Value<'v> {
             .map(|zone| (CelMapKey::from(well_known::ZONE_LABEL), string(zone)))
             .into_iter()
             .collect();
-        Box::new(CelMap::from(labels)) as Value<'v>
+        Some(Box::new(CelMap::from(labels)) as Value<'v>)
     };
-    object(
-        shape,
-        &[("metadata", &|shape| {
-            Some(object(
-                shape,
-                &[
-                    ("name", &|_| Some(string(&pod.node_name))),
-                    ("labels", &|_| Some(labels())),
-                ],
-            ))
-        })],
-    )
+    let metadata = |shape: &Projection, path: &[&str]| {
+        object_at(
+            shape,
+            path,
+            &[
+                ("name", Make::Leaf(&|| Some(string(&pod.node_name)))),
+                ("labels", Make::Leaf(&labels)),
+            ],
+        )
+    };
+    object_at(shape, path, &[("metadata", Make::Object(&metadata))])
 }
 
-/// `endpoint`: upstream's own decision for this pod.
-pub fn endpoint<'v>(endpoint: Endpoint) -> Value<'v> {
-    object(
+/// `endpoint`, or one of its fields: upstream's own decision for this pod.
+pub fn endpoint<'v>(endpoint: Endpoint, path: &[&str]) -> Option<Value<'v>> {
+    object_at(
         &WHOLE,
+        path,
         &[
-            ("ready", &|_| Some(boolean(endpoint.ready))),
-            ("serving", &|_| Some(boolean(endpoint.serving))),
-            ("terminating", &|_| Some(boolean(endpoint.terminating))),
+            ("ready", Make::Leaf(&|| Some(boolean(endpoint.ready)))),
+            ("serving", Make::Leaf(&|| Some(boolean(endpoint.serving)))),
+            (
+                "terminating",
+                Make::Leaf(&|| Some(boolean(endpoint.terminating))),
+            ),
         ],
     )
 }

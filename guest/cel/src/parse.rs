@@ -16,21 +16,29 @@ use cel::Env;
 use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr};
 use cel::parser::{Expression, ParseErrors, PrattParser};
 
+use crate::library::environment;
+
 /// The fast parser, set up as [`Env::parser`] sets up the reference one for the guest's
 /// environment: optional syntax on, the standard macros (the strings extension adds none).
 fn fast() -> PrattParser {
     PrattParser::default().enable_optional_syntax(true)
 }
 
-/// Parses `source` for `env`: with the fast parser, or, if it refuses, the reference one.
-pub fn parse(env: &Env, source: &str) -> Result<Expression, ParseErrors> {
-    fast().parse(source).or_else(|_| reference(env, source))
+/// Parses `source`: with the fast parser, or, if it refuses, the reference one, for the
+/// standard library's environment (`library`, built on first use).
+pub fn parse(library: &mut Option<Env>, source: &str) -> Result<Expression, ParseErrors> {
+    fast()
+        .parse(source)
+        .or_else(|_| reference(library.get_or_insert_with(environment), source))
 }
 
 /// Parses `source` with the reference parser, and checks that the fast parser either refuses it
 /// or reads it the same. `Err(None)` when it reads it differently.
-pub fn parse_checked(env: &Env, source: &str) -> Result<Expression, Option<ParseErrors>> {
-    let expression = reference(env, source).map_err(Some)?;
+pub fn parse_checked(
+    library: &mut Option<Env>,
+    source: &str,
+) -> Result<Expression, Option<ParseErrors>> {
+    let expression = reference(library.get_or_insert_with(environment), source).map_err(Some)?;
     match fast().parse(source) {
         Ok(fast) if !same_tree(&fast, &expression) => Err(None),
         _ => Ok(expression),
@@ -123,23 +131,22 @@ mod tests {
 
     #[test]
     fn the_parsers_agree_on_every_kind_of_node() {
-        let env = crate::config::environment();
+        let env = environment();
         for source in CORPUS {
             let reference = reference(&env, source).unwrap();
             let fast = fast().parse(source).unwrap();
             assert!(same_tree(&fast, &reference), "{source}");
-            assert!(parse_checked(&env, source).is_ok(), "{source}");
+            assert!(parse_checked(&mut None, source).is_ok(), "{source}");
         }
     }
 
     #[test]
     fn different_trees_are_told_apart() {
-        let env = crate::config::environment();
         let trees: Vec<_> = [
             "a.b", "a.c", "has(a.b)", "a[b]", "a && b", "b && a", "[a]", "{a: b}",
         ]
         .iter()
-        .map(|source| parse(&env, source).unwrap())
+        .map(|source| parse(&mut None, source).unwrap())
         .collect();
         for (i, a) in trees.iter().enumerate() {
             for (j, b) in trees.iter().enumerate() {
@@ -150,15 +157,15 @@ mod tests {
 
     #[test]
     fn refusals_are_the_reference_parsers() {
-        let env = crate::config::environment();
+        let env = environment();
         for source in ["endpoint.ready &&", "1 +", "a.b.", "'unterminated", "[1, 2"] {
             let expected = reference(&env, source).unwrap_err().to_string();
             assert_eq!(
-                parse(&env, source).unwrap_err().to_string(),
+                parse(&mut None, source).unwrap_err().to_string(),
                 expected,
                 "{source}"
             );
-            let checked = parse_checked(&env, source)
+            let checked = parse_checked(&mut None, source)
                 .unwrap_err()
                 .unwrap()
                 .to_string();

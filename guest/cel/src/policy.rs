@@ -6,12 +6,14 @@ use std::collections::HashMap;
 
 use cel::ExecutionError;
 use cel::common::types::{CelBool, CelMap, CelMapKey, CelNull};
+use cel::common::value::CowVal;
 use cel::parser::Expression;
 use weir_policy::types::{Decision, Pod, Request};
 use weir_policy::{Context, Policy, Verdict};
 
-use crate::config::{Config, Rule};
+use crate::config::{Config, Rule, Variable};
 use crate::object::{self, Endpoint, Value};
+use crate::scope::PodScope;
 
 /// Why an expression gave no usable result for one pod.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,10 +53,16 @@ pub struct Outcome {
 }
 
 /// A compiled configuration bound to one request: the objects every pod shares (`service`,
-/// `params`) are built once.
+/// `params`) are built once, and the variables that cannot depend on the pod evaluated once
+/// ([`crate::plan`]).
 pub struct Rules<'a> {
     config: &'a Config,
     shared: cel::Context<'a, 'a>,
+    /// `variables.NAME` for each variable, the name it is bound as without a `variables` map.
+    qualified: Vec<String>,
+    /// The variable evaluated once per request that failed, and how: every pod's evaluation
+    /// fails there, as it would had the variable been evaluated for the pod.
+    request_failure: Option<(usize, FieldFailure)>,
     /// The first failure of the call. The hooks cannot return an error, so it is kept here and
     /// fails the whole reconcile afterwards ([`reconcile`]).
     failure: RefCell<Option<String>>,
@@ -67,7 +75,7 @@ pub struct Rules<'a> {
 impl<'a> Rules<'a> {
     /// Binds `config` to a request about `service` (`None`: `service` is `null`). Of the
     /// objects, those an expression names are bound, with the fields they reach
-    /// ([`crate::projection`]).
+    /// ([`crate::projection`]); then the variables evaluated once per request.
     pub fn new(config: &'a Config, service: Option<&'a weir_policy::types::Service>) -> Self {
         let mut shared = cel::Context::with_env(config.env.clone());
         shared.add_variable_as_val("params", object::params(&config.params));
@@ -78,40 +86,69 @@ impl<'a> Rules<'a> {
             );
             shared.add_variable_as_val("service", service);
         }
+        let qualified = config
+            .variables
+            .iter()
+            .map(|v| format!("variables.{}", v.name))
+            .collect();
+        let mut request_failure = None;
+        if !config.plan.variables_map {
+            // A variable not evaluated yet, or no variable at all, is a missing key of this
+            // map, as it is of the map of the variables evaluated so far.
+            shared.add_variable_as_val("variables", variables(&[]));
+            for (i, variable) in config.variables.iter().enumerate() {
+                if !config.plan.once_per_request(i) {
+                    continue;
+                }
+                match evaluate_variable(i, variable, &shared) {
+                    Ok(value) => {
+                        shared.add_variable_as_val(format!("variables.{}", variable.name), value)
+                    }
+                    Err(failure) => {
+                        request_failure = Some((i, failure));
+                        break;
+                    }
+                }
+            }
+        }
         Rules {
             config,
             shared,
+            qualified,
+            request_failure,
             failure: RefCell::new(None),
             outcomes: RefCell::default(),
         }
     }
 
-    /// The scope one pod's rules run in: `pod`, `node`, `endpoint` (upstream's decision) and
-    /// `variables`, each variable evaluated in order with the earlier ones visible.
+    /// The scope one pod's rules run in: `pod`, `node` and `endpoint` (upstream's decision),
+    /// from `objects`, and the variables, each evaluated in order with the earlier ones visible.
     fn scope<'s>(
         &'s self,
-        pod: &'s Pod,
-        upstream: Endpoint,
+        objects: &'s PodScope<'s>,
     ) -> Result<cel::Context<'s, 's>, FieldFailure> {
         let mut scope = self.shared.new_inner_scope();
-        let projections = &self.config.projections;
-        if let Some(shape) = projections.get("pod") {
-            scope.add_variable_as_val("pod", object::pod(pod, shape));
+        scope.set_variable_resolver(objects);
+        if !self.config.plan.variables_map {
+            for (i, variable) in self.config.variables.iter().enumerate() {
+                if let Some((at, failure)) = &self.request_failure
+                    && *at == i
+                {
+                    return Err(failure.clone());
+                }
+                if self.config.plan.once_per_request(i) {
+                    continue;
+                }
+                let value = evaluate_variable(i, variable, &scope)?;
+                scope.add_variable_as_val(self.qualified[i].clone(), value);
+            }
+            return Ok(scope);
         }
-        if let Some(shape) = projections.get("node") {
-            scope.add_variable_as_val("node", object::node(pod, shape));
-        }
-        scope.add_variable_as_val("endpoint", object::endpoint(upstream));
         let mut values: Vec<(&str, Value<'s>)> = Vec::with_capacity(self.config.variables.len());
         for (i, variable) in self.config.variables.iter().enumerate() {
             // Rebinding replaces the previous map: the scope holds one `variables`.
             scope.add_variable_as_val("variables", variables(&values));
-            let value = cel::Value::resolve_val(&variable.expression, &scope)
-                .map(|v| v.clone_as_boxed())
-                .map_err(|e| FieldFailure {
-                    field: format!("variables[{i}] ({})", variable.name),
-                    failure: Failure::Evaluation(e),
-                })?;
+            let value = evaluate_variable(i, variable, &scope)?;
             values.push((&variable.name, value));
         }
         scope.add_variable_as_val("variables", variables(&values));
@@ -122,7 +159,8 @@ impl<'a> Rules<'a> {
     /// `upstream`. `include` false skips the other rules. Each rule sees upstream's decision
     /// as `endpoint`, not the other rules' results.
     pub fn evaluate(&self, pod: &Pod, upstream: Endpoint) -> Result<Outcome, FieldFailure> {
-        let scope = self.scope(pod, upstream)?;
+        let objects = self.objects(pod, upstream);
+        let scope = self.scope(&objects)?;
         let rule = |rule: Rule, upstream: bool| match self.config.rule(rule) {
             Some(expression) => boolean(rule, expression, &scope),
             None => Ok(upstream),
@@ -152,19 +190,42 @@ impl<'a> Rules<'a> {
         upstream: Endpoint,
         rule: Rule,
     ) -> Result<(), FieldFailure> {
-        let scope = self.scope(pod, upstream)?;
+        let objects = self.objects(pod, upstream);
+        let scope = self.scope(&objects)?;
         match self.config.rule(rule) {
             Some(expression) => boolean(rule, expression, &scope).map(drop),
             None => Ok(()),
         }
     }
+
+    fn objects<'s>(&'s self, pod: &'s Pod, endpoint: Endpoint) -> PodScope<'s> {
+        PodScope {
+            projections: &self.config.projections,
+            pod,
+            endpoint,
+        }
+    }
+}
+
+/// Evaluates variable `i` in `scope`.
+fn evaluate_variable<'v>(
+    i: usize,
+    variable: &Variable,
+    scope: &cel::Context<'_, 'v>,
+) -> Result<Value<'v>, FieldFailure> {
+    cel::Value::resolve_val(&variable.expression, scope)
+        .map(CowVal::into_owned)
+        .map_err(|e| FieldFailure {
+            field: format!("variables[{i}] ({})", variable.name),
+            failure: Failure::Evaluation(e),
+        })
 }
 
 /// `variables`: the values evaluated so far, by name.
 fn variables<'v>(values: &[(&str, Value<'v>)]) -> Value<'v> {
     let map: HashMap<CelMapKey<'v>, Value<'v>> = values
         .iter()
-        .map(|(name, value)| (CelMapKey::from(name.to_string()), value.clone_as_boxed()))
+        .map(|(name, value)| (CelMapKey::from((*name).to_owned()), value.clone_as_boxed()))
         .collect();
     Box::new(CelMap::from(map))
 }
@@ -367,6 +428,81 @@ mod tests {
                 "{rule}"
             );
         }
+    }
+
+    /// Variables evaluated once per request, or bound by name, decide and fail as variables
+    /// evaluated for each pod in a `variables` map do; an empty environment as the standard
+    /// library's does.
+    #[test]
+    fn per_request_variables_and_the_empty_environment_decide_alike() {
+        let mut annotated = pod("a", "10.0.0.1", true);
+        annotated.annotations.push(kv("weir.dev/drain", "true"));
+        let pods = vec![
+            annotated,
+            pod("b", "10.0.0.2", false),
+            pod("c", "10.0.0.3", true),
+        ];
+        let cases: [(&str, &str); 6] = [
+            (
+                r#"{"name": "draining", "expression": "params.annotation in pod.metadata.annotations && pod.metadata.annotations[params.annotation] == 'true'"},
+                   {"name": "applies", "expression": "!service.spec.publishNotReadyAddresses"},
+                   {"name": "both", "expression": "variables.applies && variables.draining"}"#,
+                "endpoint.ready && !variables.both",
+            ),
+            (
+                r#"{"name": "n", "expression": "params.limit + 1"},
+                   {"name": "m", "expression": "variables.n * 2"}"#,
+                "variables.m == 6 && endpoint.ready",
+            ),
+            // A variable that fails for the request fails every pod, naming the variable.
+            (
+                r#"{"name": "ok", "expression": "pod.metadata.name != ''"},
+                   {"name": "missing", "expression": "params.nope"}"#,
+                "variables.ok",
+            ),
+            // One that names a later variable sees no value for it (its expression gets the
+            // `variables` map, like the second variant).
+            (
+                r#"{"name": "early", "expression": "variables.late"},
+                   {"name": "late", "expression": "true"}"#,
+                "variables.early",
+            ),
+            // A rule that names no variable there is fails as a missing map key.
+            (r#"{"name": "a", "expression": "true"}"#, "variables.b"),
+            (
+                r#"{"name": "n", "expression": "[1, 2].map(x, x * params.limit)"}"#,
+                "variables.n.exists(x, x == 4) && pod.metadata.name in ['a', 'c']",
+            ),
+        ];
+        for (variables, ready) in cases {
+            let config = |extra_variable: &str| {
+                format!(
+                    r#"{{"params": {{"annotation": "weir.dev/drain", "limit": 2}},
+                        "variables": [{variables}{extra_variable}], "ready": "{ready}"}}"#
+                )
+            };
+            let plain = config("");
+            let expected = run(&plain, pods.clone());
+            // Bare `variables`: each pod's variables in a map.
+            let map = config(r#", {"name": "map", "expression": "variables == variables"}"#);
+            assert!(compile(&map).unwrap().plan.variables_map, "{map}");
+            assert_eq!(run(&map, pods.clone()), expected, "{map}");
+            // A function call: the standard library's environment.
+            let library = config(r#", {"name": "library", "expression": "size('') == 0"}"#);
+            assert_eq!(run(&library, pods.clone()), expected, "{library}");
+        }
+        let err = run(
+            &format!(
+                r#"{{"variables": [{}], "ready": "{}"}}"#,
+                cases[2].0, cases[2].1
+            ),
+            pods,
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("variables[1] (missing): ") && err.ends_with("(pod ns/a)"),
+            "{err}"
+        );
     }
 
     #[test]

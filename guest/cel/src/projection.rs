@@ -13,8 +13,10 @@
 
 use std::collections::BTreeMap;
 
-use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr};
+use cel::common::ast::Expr;
 use cel::parser::Expression;
+
+use crate::syntax::for_each_child;
 
 /// The fields of an object that must be present: all of it, or some fields, each with its own
 /// projection.
@@ -95,48 +97,7 @@ impl Projections {
             self.reach(names, &path);
             return;
         }
-        match expr {
-            Expr::Unspecified | Expr::Literal(_) | Expr::Ident(_) => {}
-            Expr::Select(select) => self.visit(names, &select.operand.expr),
-            Expr::Call(call) => {
-                if let Some(target) = &call.target {
-                    self.visit(names, &target.expr);
-                }
-                for arg in &call.args {
-                    self.visit(names, &arg.expr);
-                }
-            }
-            Expr::Comprehension(comprehension) => {
-                for part in [
-                    &comprehension.iter_range,
-                    &comprehension.accu_init,
-                    &comprehension.loop_cond,
-                    &comprehension.loop_step,
-                    &comprehension.result,
-                ] {
-                    self.visit(names, &part.expr);
-                }
-            }
-            Expr::List(list) => {
-                for element in &list.elements {
-                    self.visit(names, &element.expr);
-                }
-            }
-            Expr::Map(map) => self.visit_entries(names, &map.entries),
-            Expr::Struct(structure) => self.visit_entries(names, &structure.entries),
-        }
-    }
-
-    fn visit_entries(&mut self, names: &[&'static str], entries: &[IdedEntryExpr]) {
-        for entry in entries {
-            match &entry.expr {
-                EntryExpr::StructField(field) => self.visit(names, &field.value.expr),
-                EntryExpr::MapEntry(entry) => {
-                    self.visit(names, &entry.key.expr);
-                    self.visit(names, &entry.value.expr);
-                }
-            }
-        }
+        for_each_child(expr, |child| self.visit(names, child));
     }
 }
 
@@ -168,14 +129,20 @@ fn selection_path(expr: &Expr) -> Option<Vec<&str>> {
     }
 }
 
+/// The projections of `pod` and `node` that `sources` reach, for tests.
+#[cfg(test)]
+pub(crate) fn of_sources(sources: &[&str]) -> Projections {
+    let env = crate::library::environment();
+    let programs: Vec<_> = sources.iter().map(|s| env.compile(s).unwrap()).collect();
+    Projections::of(&["pod", "node"], programs.iter().map(|p| p.expression()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn projections(sources: &[&str]) -> Projections {
-        let env = crate::config::environment();
-        let programs: Vec<_> = sources.iter().map(|s| env.compile(s).unwrap()).collect();
-        Projections::of(&["pod", "node"], programs.iter().map(|p| p.expression()))
+        of_sources(sources)
     }
 
     fn fields(entries: &[(&str, Projection)]) -> Projection {
