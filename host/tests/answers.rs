@@ -243,7 +243,7 @@ async fn a_policy_config_goes_to_validate_config_and_a_refusal_fails_the_case() 
     let guest = default_guest().await;
     let good = answer(&guest, &entries[0]).await;
     assert_eq!(good["validateConfig"], json!({"tag": "ok"}));
-    let (code, output) = judge(dir.path(), &[good.clone()], &[&case], &flags);
+    let (code, output) = judge(dir.path(), std::slice::from_ref(&good), &[&case], &flags);
     assert_eq!(code, Some(0), "{output}");
 
     let mut refused = good.clone();
