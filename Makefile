@@ -1,7 +1,7 @@
 # weir's entry points. `make test` is what CI runs (.ci/run).
 CARGO ?= cargo
 
-.PHONY: demo test tools policies lint wasm-target upstream conformance
+.PHONY: demo test tools policies lint wasm-target upstream conformance jco
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -24,6 +24,18 @@ test: wasm-target tools
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(WEIR_BIN) test --guest-deadline 10s tests/cases
+	$(MAKE) --no-print-directory jco
+
+## jco: the default guest's golden cases under Node.js, its component transpiled by jco
+## (tests/jco): proof that it is a standard component, not something only weir can run
+# npm ci installs the pinned jco and preview2-shim from the lockfile, again only when the lockfile
+# changed. run.sh prints `N passed, N failed` and fails on any failure.
+JCO_STAMP := node_modules/.weir-package-lock.sha256
+jco: wasm-target
+	$(CARGO) build --workspace --all-targets
+	cd tests/jco && { sha256sum package-lock.json | cmp -s - $(JCO_STAMP) \
+		|| { npm ci --no-audit --no-fund --loglevel=error && sha256sum package-lock.json > $(JCO_STAMP); }; }
+	tests/jco/run.sh $(WEIR_BIN) tests/cases
 
 ## tools: install every outside tool a test runs (kubectl, wasm-tools, wasmtime, PyYAML, hadolint,
 ## kubernetes-validate, promtool, tmux), each only if it does not run yet

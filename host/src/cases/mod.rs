@@ -9,6 +9,9 @@
 //! - [`compare`]: `expect` against the outcome, as readable differences.
 //! - [`discover`]: the case files under a set of paths.
 //! - [`verdict`]: one file loaded, run and compared, as `weir test` reports it.
+//! - [`js_form`]: the contract's records in the JSON shapes jco gives them in JavaScript.
+//! - [`exchange`]: the requests of the cases written out for another host, and its answers
+//!   read back to be judged (the cases under Node.js, `tests/jco`).
 //!
 //! The comparable form they compare in is [`crate::reconcile::canonical`], shared with the
 //! controller's shadow comparison.
@@ -16,7 +19,9 @@
 pub mod checks;
 pub mod compare;
 pub mod discover;
+pub mod exchange;
 pub mod format;
+pub mod js_form;
 pub mod render;
 pub mod run;
 pub mod verdict;
@@ -30,4 +35,4 @@ pub use format::{
 };
 pub use render::outcome_json;
 pub use run::{Outcome, RunError, SliceWrites};
-pub use verdict::{Verdict, check_file, check_file_with_config};
+pub use verdict::{Verdict, check_file, check_file_answered, check_file_with_config};

@@ -59,11 +59,7 @@ impl Case {
                 v
             }),
             trigger_time,
-            config: self
-                .config
-                .as_ref()
-                .map(|c| normalize_config(&config_text(c)).unwrap_or_default())
-                .unwrap_or_default(),
+            config: self.config_for_guest().unwrap_or_default(),
         }
     }
 
@@ -93,15 +89,21 @@ impl Case {
     /// deadline and memory cap as a call, as a controller does when it loads a guest. A case
     /// without `config`, and a 0.1.0 guest (no such export), pass.
     pub async fn check_config(&self, guest: &Guest) -> Result<(), RunError> {
-        let Some(config) = &self.config else {
+        let Some(text) = self.config_for_guest() else {
             return Ok(());
         };
-        let text = normalize_config(&config_text(config)).unwrap_or_default();
         match guest.validate_config(&text).await {
             Ok(()) => Ok(()),
             Err(CallError::Guest(message)) => Err(RunError::Config(message)),
             Err(e) => Err(RunError::Call(e)),
         }
+    }
+
+    /// The text `validate-config` checks for this case: its `config` as JSON text, `None`
+    /// when it has none.
+    pub fn config_for_guest(&self) -> Option<String> {
+        let config = self.config.as_ref()?;
+        Some(normalize_config(&config_text(config)).unwrap_or_default())
     }
 
     /// Like [`Case::run`], with the time of each phase (instantiate, call, validate).
@@ -118,8 +120,9 @@ impl Case {
         (result, timing, started.elapsed())
     }
 
-    /// Validates a decision and applies its slice changes to the stored slices.
-    fn outcome(
+    /// Validates a guest's decision for `request` (this case's) as the controller does, and
+    /// applies its slice changes to the stored slices.
+    pub fn outcome(
         &self,
         world: World,
         request: &model::Request,
