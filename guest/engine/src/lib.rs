@@ -59,8 +59,8 @@ impl PassPolicy for Hooks<'_> {
             config: self.config.to_owned(),
         };
         let asked: Vec<hooks::Candidate> = candidates.iter().map(to_hooks).collect();
-        let choices = hooks::decide(&pass, &asked)
-            .map_err(|e| format!("the policy's decide failed: {e}"))?;
+        let choices =
+            hooks::decide(&pass, &asked).map_err(|e| format!("the policy's decide failed: {e}"))?;
         Ok(choices.into_iter().map(from_hooks).collect())
     }
 }

@@ -17,7 +17,11 @@ mod bindings {
         generate_all,
     });
 
+    // Only the component exports: a native build's linker refuses the interface's export
+    // names (`weir:hooks/policy@0.1.0#decide`).
+    #[cfg(target_arch = "wasm32")]
     use super::DrainHooks;
+    #[cfg(target_arch = "wasm32")]
     export!(DrainHooks);
 }
 
@@ -42,19 +46,22 @@ impl Default for Config {
     }
 }
 
-/// Parses and checks `config` (empty: the defaults).
+/// Parses and checks `config` (empty: the defaults). An error is the bare reason: the engine
+/// and the host say that it is the configuration that failed.
 fn parse(config: &str) -> Result<Config, String> {
     let parsed: Config = if config.trim().is_empty() {
         Config::default()
     } else {
-        serde_json::from_str(config).map_err(|e| format!("invalid policy configuration: {e}"))?
+        serde_json::from_str(config).map_err(|e| e.to_string())?
     };
     if parsed.annotation.is_empty() {
-        return Err("invalid policy configuration: annotation must not be empty".into());
+        return Err("annotation must not be empty".into());
     }
     Ok(parsed)
 }
 
+/// The exported hooks.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct DrainHooks;
 
 impl Guest for DrainHooks {
@@ -64,14 +71,17 @@ impl Guest for DrainHooks {
 
     fn decide(pass: Pass, candidates: Vec<Candidate>) -> Result<Vec<Choice>, String> {
         let config = parse(&pass.config)?;
-        let applies = !pass.service.publish_not_ready_addresses || config.override_publish_not_ready;
+        let applies =
+            !pass.service.publish_not_ready_addresses || config.override_publish_not_ready;
         Ok(candidates
             .into_iter()
             .map(|candidate| {
                 let draining = applies
-                    && candidate.pod.annotations.iter().any(|kv| {
-                        kv.key == config.annotation && kv.value == config.value
-                    });
+                    && candidate
+                        .pod
+                        .annotations
+                        .iter()
+                        .any(|kv| kv.key == config.annotation && kv.value == config.value);
                 let verdict = candidate.verdict.map(|mut verdict| {
                     if draining {
                         verdict.ready = false;
