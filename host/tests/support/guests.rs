@@ -15,6 +15,7 @@ pub const TEST_GUESTS: &[&str] = &[
     "alloc-forever",
     "big",
     "clock-spin",
+    "drain-annotation-hooks",
     "fail-on-label",
     "loop-forever",
     "poll-timer",
