@@ -13,7 +13,7 @@
 
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use k8s_openapi::api::core::v1 as core;
@@ -60,9 +60,10 @@ pub fn not_applicable() -> Vec<(&'static str, &'static str)> {
 struct Harness {
     dir: PathBuf,
     kubeconfig: PathBuf,
-    /// The write end of the watchdog's stdin: it closes when this process exits, however it
-    /// exits, and the watchdog then stops the harness.
-    _watchdog: Mutex<ChildStdin>,
+    /// The watchdog, holding the write end of its stdin: that closes when this process exits,
+    /// however it exits, and the watchdog then stops the harness. It is never waited for: it
+    /// outlives the test binary by design.
+    _watchdog: Mutex<Child>,
 }
 
 static STARTED: OnceLock<Harness> = OnceLock::new();
@@ -104,8 +105,7 @@ fn harness() -> &'static Harness {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut watchdog, 0);
-        let mut watchdog = watchdog.spawn().expect("spawning the harness watchdog");
-        let stdin = watchdog.stdin.take().unwrap();
+        let watchdog = watchdog.spawn().expect("spawning the harness watchdog");
         let out = Command::new(&binary)
             .arg("up")
             .arg(&dir)
@@ -122,7 +122,7 @@ fn harness() -> &'static Harness {
         Harness {
             kubeconfig: dir.join("kubeconfig"),
             dir,
-            _watchdog: Mutex::new(stdin),
+            _watchdog: Mutex::new(watchdog),
         }
     })
 }
