@@ -51,7 +51,7 @@ async fn a_configmap_swap_between_cel_rules_is_hot_and_gated() {
     cms.create(&PostParams::default(), &cm).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    c.write_kubeconfig(&kubeconfig);
     let admin = format!("127.0.0.1:{}", free_port());
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
     command

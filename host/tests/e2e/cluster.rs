@@ -1,5 +1,6 @@
-//! A cluster for end-to-end tests: the embedded API server in process, a kube client, the
-//! real controller, and polling waits with deadlines (never fixed sleeps).
+//! A cluster for end-to-end tests: the embedded API server in process (or the real
+//! kube-apiserver, [`super::real`]), a kube client, the real controller, and polling waits
+//! with deadlines (never fixed sleeps).
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
@@ -16,12 +17,20 @@ use weir::controller::{Config, Controller, Handle};
 use weir::runtime::{ActiveGuest, Guest, Limits, Runtime};
 use weir_apiserver::{ApiServer, RunningApiServer};
 
+use super::real;
+
 /// How long any condition may take before a test fails.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
 pub struct Cluster {
-    pub server: RunningApiServer,
+    server: Server,
     pub client: Client,
+}
+
+/// The API server a [`Cluster`] runs on.
+enum Server {
+    Embedded(RunningApiServer),
+    Real(real::Session),
 }
 
 pub struct Running {
@@ -70,21 +79,33 @@ pub async fn load_guest(bytes: Vec<u8>) -> Guest {
 }
 
 impl Cluster {
-    pub async fn start(objects: Vec<Value>) -> Cluster {
-        Cluster::start_with(weir_apiserver::Config {
-            seed: objects,
-            ..Default::default()
-        })
-        .await
+    /// A cluster holding `objects` (and Node `node-1` unless they bring Nodes), on the server
+    /// that [`real::SWITCH`] picks.
+    pub async fn start(mut objects: Vec<Value>) -> Cluster {
+        if !real::selected() {
+            return Cluster::start_with(weir_apiserver::Config {
+                seed: objects,
+                ..Default::default()
+            })
+            .await;
+        }
+        with_default_node(&mut objects);
+        let session = real::Session::start(objects).await;
+        Cluster {
+            client: session.client.clone(),
+            server: Server::Real(session),
+        }
     }
 
+    /// A cluster on weir-apiserver configured by `config`: a test that needs its options
+    /// cannot run on the real server and is listed in `not-on-kube-apiserver.txt`.
     pub async fn start_with(mut config: weir_apiserver::Config) -> Cluster {
-        // Every test pod runs on node-1 unless it says otherwise; the slice path skips pods
-        // whose Node does not exist (upstream R2.10), so the Node exists unless a test brings
-        // its own Nodes.
-        if !config.seed.iter().any(|o| o["kind"] == "Node") {
-            config.seed.push(node("node-1", None));
-        }
+        assert!(
+            !real::selected(),
+            "this test configures weir-apiserver, so it cannot run on kube-apiserver; \
+             list it in host/tests/e2e/not-on-kube-apiserver.txt"
+        );
+        with_default_node(&mut config.seed);
         let server = ApiServer::start(config).await.expect("API server starts");
         let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
         let config =
@@ -92,7 +113,48 @@ impl Cluster {
                 .await
                 .unwrap();
         let client = Client::try_from(config).unwrap();
-        Cluster { server, client }
+        Cluster {
+            server: Server::Embedded(server),
+            client,
+        }
+    }
+
+    /// The embedded weir-apiserver, for a test of its fault injection or internals: such a
+    /// test cannot run on the real server and is listed in `not-on-kube-apiserver.txt`.
+    pub fn server(&self) -> &RunningApiServer {
+        match &self.server {
+            Server::Embedded(server) => server,
+            Server::Real(_) => panic!(
+                "this test needs weir-apiserver's internals, so it cannot run on kube-apiserver; \
+                 list it in host/tests/e2e/not-on-kube-apiserver.txt"
+            ),
+        }
+    }
+
+    /// The embedded server and the client, for a test that replaces the server under a running
+    /// controller; [`Cluster::embedded`] puts them together again.
+    pub fn into_embedded(self) -> (RunningApiServer, Client) {
+        match self.server {
+            Server::Embedded(server) => (server, self.client),
+            Server::Real(_) => panic!("only weir-apiserver can be replaced under a test"),
+        }
+    }
+
+    /// A cluster on an embedded server started by the test itself.
+    pub fn embedded(server: RunningApiServer, client: Client) -> Cluster {
+        Cluster {
+            server: Server::Embedded(server),
+            client,
+        }
+    }
+
+    /// Writes an admin kubeconfig for the cluster's server to `path`.
+    pub fn write_kubeconfig(&self, path: &std::path::Path) {
+        match &self.server {
+            Server::Embedded(server) => server.write_kubeconfig(path),
+            Server::Real(session) => session.write_kubeconfig(path),
+        }
+        .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()))
     }
 
     pub fn run(&self, guest: Guest, config: Config) -> Running {
@@ -107,12 +169,69 @@ impl Cluster {
         self.run(default_guest().await, Config::default())
     }
 
-    /// The stored Endpoints, straight from the server's store.
-    pub fn endpoints(&self, namespace: &str, name: &str) -> Option<core::Endpoints> {
-        self.server
-            .store()
-            .get("endpoints", namespace, name)
-            .map(|v| serde_json::from_value(v).unwrap())
+    /// The stored Endpoints: straight from weir-apiserver's store, or read from kube-apiserver.
+    pub async fn endpoints(&self, namespace: &str, name: &str) -> Option<core::Endpoints> {
+        match &self.server {
+            Server::Embedded(server) => server
+                .store()
+                .get("endpoints", namespace, name)
+                .map(|v| serde_json::from_value(v).unwrap()),
+            Server::Real(_) => {
+                let api: kube::Api<core::Endpoints> =
+                    kube::Api::namespaced(self.client.clone(), namespace);
+                api.get_opt(name).await.expect("reading Endpoints")
+            }
+        }
+    }
+
+    /// The stored pod, straight from weir-apiserver's store, or read from kube-apiserver.
+    pub async fn pod(&self, namespace: &str, name: &str) -> Option<core::Pod> {
+        match &self.server {
+            Server::Embedded(server) => server
+                .store()
+                .get("pods", namespace, name)
+                .map(|v| serde_json::from_value(v).unwrap()),
+            Server::Real(_) => {
+                let api: kube::Api<core::Pod> =
+                    kube::Api::namespaced(self.client.clone(), namespace);
+                api.get_opt(name).await.expect("reading a pod")
+            }
+        }
+    }
+
+    /// Write requests to `resource` (`endpoints` or `endpointslices`) the server received
+    /// since it started (kube-apiserver: since the test's turn began), whether they
+    /// succeeded or not.
+    pub fn writes(&self, resource: &str) -> u64 {
+        match &self.server {
+            Server::Embedded(server) => server.stats().writes(resource),
+            Server::Real(session) => session.writes(resource).0,
+        }
+    }
+
+    /// Of [`Cluster::writes`], the deletes.
+    pub fn deletes(&self, resource: &str) -> u64 {
+        match &self.server {
+            Server::Embedded(server) => server.stats().verbs(resource).delete,
+            Server::Real(session) => session.writes(resource).1,
+        }
+    }
+
+    /// Waits until a pod deleted with a grace period is gone: weir-apiserver removes it when
+    /// the period ends; on kube-apiserver, which has no kubelet, the test ends it the way a
+    /// kubelet does once the containers stopped.
+    pub async fn finish_graceful_deletion(&self, namespace: &str, name: &str) {
+        if let Server::Real(session) = &self.server {
+            session.finish_graceful_deletion(namespace, name).await;
+        }
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while self.pod(namespace, name).await.is_some() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "pod {namespace}/{name} is still there"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Writes a pod that no Service selects and waits until `run`'s cache holds it. A watch
@@ -140,7 +259,7 @@ impl Cluster {
     }
 
     pub fn endpoints_writes(&self) -> u64 {
-        self.server.stats().writes("endpoints")
+        self.writes("endpoints")
     }
 
     /// Waits until `namespace/name` has exactly these ready and not-ready IPs.
@@ -163,7 +282,7 @@ impl Cluster {
         let mut last;
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let got = self.endpoints(namespace, name).map(|e| ips(&e));
+            let got = self.endpoints(namespace, name).await.map(|e| ips(&e));
             if got.as_ref() == Some(&want) {
                 return;
             }
@@ -178,7 +297,7 @@ impl Cluster {
 
     pub async fn wait_gone(&self, namespace: &str, name: &str) {
         let deadline = tokio::time::Instant::now() + DEADLINE;
-        while self.endpoints(namespace, name).is_some() {
+        while self.endpoints(namespace, name).await.is_some() {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "{namespace}/{name} still exists"
@@ -188,16 +307,28 @@ impl Cluster {
     }
 
     pub async fn apply(&self, object: Value) {
-        apply(&self.client, object).await
+        match &self.server {
+            Server::Embedded(_) => apply(&self.client, object).await,
+            Server::Real(session) => retry_apply(&object, || session.apply(&object)).await,
+        }
     }
 }
 
 /// Creates or replaces `object` (status included for pods) through the API, retrying while
 /// the server injects faults.
 pub async fn apply(client: &Client, object: Value) {
+    retry_apply(&object, || try_apply(client, &object)).await
+}
+
+/// Runs `attempt` until it succeeds, failing the test after [`DEADLINE`].
+async fn retry_apply<F, Fut>(object: &Value, mut attempt: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), kube::Error>>,
+{
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
-        match try_apply(client, &object).await {
+        match attempt().await {
             Ok(()) => return,
             Err(e) => {
                 assert!(
@@ -289,6 +420,14 @@ where
             "timed out waiting for {what}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Adds Node `node-1`, where every test pod runs unless it says otherwise, to `seed` unless it
+/// brings its own Nodes: the slice path skips pods whose Node does not exist (upstream R2.10).
+fn with_default_node(seed: &mut Vec<Value>) {
+    if !seed.iter().any(|o| o["kind"] == "Node") {
+        seed.push(node("node-1", None));
     }
 }
 

@@ -115,9 +115,15 @@ async fn get(port: u16, path: &str) -> Option<(u16, String)> {
         .flatten()
 }
 
-fn lease_holder(c: &Cluster) -> Option<String> {
-    let lease = c.server.store().get("leases", "weir-system", "weir")?;
-    lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+/// The Lease `weir-system/weir`, read from the API server.
+async fn lease(c: &Cluster) -> Option<k8s_openapi::api::coordination::v1::Lease> {
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(c.client.clone(), "weir-system");
+    leases.get_opt("weir").await.expect("reading the Lease")
+}
+
+async fn lease_holder(c: &Cluster) -> Option<String> {
+    lease(c).await?.spec?.holder_identity
 }
 
 fn selected(app: &str) -> serde_json::Value {
@@ -152,7 +158,7 @@ fn services_with_a_ready_pod(n: usize) -> Vec<serde_json::Value> {
 
 fn kubeconfig(c: &Cluster, dir: &tempfile::TempDir) -> std::path::PathBuf {
     let path = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&path).unwrap();
+    c.write_kubeconfig(&path);
     path
 }
 
@@ -184,7 +190,7 @@ async fn one_writer_and_a_sigkilled_leader_is_replaced() {
     } else {
         (b, a)
     };
-    assert_eq!(lease_holder(&c), Some(leader.identity.clone()));
+    assert_eq!(lease_holder(&c).await, Some(leader.identity.clone()));
     // The standby gets ready (caches synced) but writes nothing.
     wait_for("the standby ready", || {
         let port = standby.port;
@@ -195,7 +201,7 @@ async fn one_writer_and_a_sigkilled_leader_is_replaced() {
         }
     })
     .await;
-    let writers = c.server.stats().writers(WRITES);
+    let writers = c.server().stats().writers(WRITES);
     assert_eq!(writers.len(), 1, "exactly one writer: {writers:?}");
     assert!(
         writers[0].contains(&leader.identity) && writers[0].starts_with("weir/"),
@@ -215,12 +221,12 @@ async fn one_writer_and_a_sigkilled_leader_is_replaced() {
         .wait_status(1, LEASE_DURATION + Duration::from_secs(5))
         .await;
     let took_over = killed.elapsed();
-    assert_eq!(lease_holder(&c), Some(standby.identity.clone()));
+    assert_eq!(lease_holder(&c).await, Some(standby.identity.clone()));
     c.wait_ips("app", "svc-0", &[], &["10.1.0.0"]).await;
     c.wait_ips("app", "svc-1", &["10.1.0.1"], &[]).await;
     c.wait_ips("app", "svc-2", &["10.1.0.2"], &[]).await;
     c.wait_ips("app", "svc-new", &["10.1.0.9"], &[]).await;
-    let stats = c.server.stats();
+    let stats = c.server().stats();
     let old = stats.client_writes(&leader.identity, WRITES).unwrap();
     let new = stats
         .client_writes(&standby.identity, WRITES)
@@ -231,7 +237,7 @@ async fn one_writer_and_a_sigkilled_leader_is_replaced() {
     // SIGTERM on a leader: exit 0, and the Lease is released for the next one at once.
     let status = tokio::task::block_in_place(|| standby.proc.stop("-TERM"));
     assert!(status.success(), "{status:?}");
-    assert_eq!(lease_holder(&c), None, "released on SIGTERM");
+    assert_eq!(lease_holder(&c).await, None, "released on SIGTERM");
     eprintln!("takeover after SIGKILL: {took_over:?}");
 }
 
@@ -275,7 +281,7 @@ async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts
             }
         }
     });
-    c.server.faults().partition(&a.identity, "leases");
+    c.server().faults().partition(&a.identity, "leases");
     let a_identity = a.identity.clone();
     let (status, log) = tokio::task::block_in_place(|| {
         let log = a.proc.read_until("a to give up", |seen| {
@@ -291,11 +297,11 @@ async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts
         log.join("\n")
     );
     b.wait_status(1, DEADLINE).await;
-    assert_eq!(lease_holder(&c), Some(b.identity.clone()));
+    assert_eq!(lease_holder(&c).await, Some(b.identity.clone()));
     // b writes the churn from now on.
     wait_for("b's first write", || {
         let found = c
-            .server
+            .server()
             .stats()
             .client_writes(&b.identity, WRITES)
             .is_some();
@@ -308,7 +314,7 @@ async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts
         .await;
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
 
-    let stats = c.server.stats();
+    let stats = c.server().stats();
     let a_writes = stats.client_writes(&a_identity, WRITES).unwrap();
     let b_writes = stats.client_writes(&b.identity, WRITES).unwrap();
     assert!(
@@ -341,35 +347,35 @@ async fn a_vanished_lease_is_created_again_and_the_leader_keeps_leading() {
     c.wait_ips_within(WINDOW, "app", "web", &["10.1.0.1"], &[])
         .await;
     let leases: kube::Api<Lease> = kube::Api::namespaced(c.client.clone(), "weir-system");
-    let deleted = leases
+    // Its uid before the delete: kube-apiserver answers a Lease delete with a Status, not the
+    // deleted object.
+    let old_uid = lease(&c)
+        .await
+        .and_then(|l| l.metadata.uid)
+        .expect("the Lease");
+    leases
         .delete("weir", &Default::default())
         .await
         .expect("the Lease is deleted");
-    let old_uid = deleted
-        .left()
-        .and_then(|l| l.metadata.uid)
-        .expect("the deleted Lease");
     // Created again (a new object), held by a, and renewed three times (once a retry period,
     // 1 s) after that: a kept leading.
     let mut renewals = std::collections::BTreeSet::new();
-    wait_for_within(
-        WINDOW,
-        "the Lease created again and renewed three times by a",
-        || {
-            let lease = c.server.store().get("leases", "weir-system", "weir");
-            let fresh = lease
-                .filter(|l| l["metadata"]["uid"].as_str() != Some(old_uid.as_str()))
-                .filter(|l| l["spec"]["holderIdentity"].as_str() == Some(a.identity.as_str()));
-            if let Some(renewed) =
-                fresh.and_then(|l| l["spec"]["renewTime"].as_str().map(String::from))
-            {
-                renewals.insert(renewed);
-            }
-            let done = renewals.len() >= 3;
-            async move { done }
-        },
-    )
-    .await;
+    let deadline = Instant::now() + WINDOW;
+    while renewals.len() < 3 {
+        let fresh = lease(&c)
+            .await
+            .filter(|l| l.metadata.uid.as_deref() != Some(old_uid.as_str()))
+            .and_then(|l| l.spec)
+            .filter(|s| s.holder_identity.as_deref() == Some(a.identity.as_str()));
+        if let Some(renewed) = fresh.and_then(|s| s.renew_time) {
+            renewals.insert(renewed.0);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for the Lease created again and renewed three times by a"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(a.proc.exited().is_none(), "the leader exited");
     assert_eq!(a.leader_status().await, Some(1));
     // And it still writes.
@@ -409,8 +415,8 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
     assert_eq!(run.handle.enqueue_all(), 0);
     assert_eq!(get(port, "/readyz").await.unwrap().0, 200);
     assert_eq!(get(port, "/healthz").await.unwrap().0, 200);
-    assert_eq!(c.server.stats().writers(WRITES), Vec::<String>::new());
-    assert!(c.endpoints("app", "web").is_none());
+    assert_eq!(c.server().stats().writers(WRITES), Vec::<String>::new());
+    assert!(c.endpoints("app", "web").await.is_none());
 
     gate.renewed(tokio::time::Instant::now());
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
@@ -428,7 +434,7 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
     );
     // A change now queues nothing, and a sync of it (as an in-flight worker would make) is
     // refused before it reaches the API server.
-    let writes = c.server.stats().writes("endpoints");
+    let writes = c.server().stats().writes("endpoints");
     c.apply(pod("app", "a", json!({"app": "web"}), "10.1.0.1", false))
         .await;
     c.pod_watch_caught_up(&run, "marker").await;
@@ -455,8 +461,8 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
     })
     .await;
     assert!(run.handle.queue.is_empty());
-    assert_eq!(c.server.stats().writes("endpoints"), writes);
-    assert_eq!(c.server.stats().writers(WRITES).len(), 1);
+    assert_eq!(c.server().stats().writes("endpoints"), writes);
+    assert_eq!(c.server().stats().writers(WRITES).len(), 1);
     run.stop().await;
 }
 
@@ -470,7 +476,7 @@ async fn a_lease_won_while_the_caches_sync_still_syncs_every_service() {
     objects.extend(services_with_a_ready_pod(20));
     let c = Cluster::start(objects).await;
     // Every client (the controller's has no User-Agent) is cut off from Nodes.
-    c.server.faults().partition("", "nodes");
+    c.server().faults().partition("", "nodes");
     let gate = WriteGate::leased(Duration::from_secs(600));
     let config = weir::controller::Config {
         gate: gate.clone(),
@@ -486,7 +492,7 @@ async fn a_lease_won_while_the_caches_sync_still_syncs_every_service() {
     .await;
     assert!(run.handle.queue.is_empty(), "not leading: nothing queued");
     gate.renewed(tokio::time::Instant::now());
-    c.server.faults().heal();
+    c.server().faults().heal();
     for i in 0..20 {
         let ip = format!("10.1.0.{i}");
         c.wait_ips("app", &format!("svc-{i}"), &[&ip], &[]).await;

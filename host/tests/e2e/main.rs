@@ -7,6 +7,7 @@ mod ha;
 mod operator;
 mod orphans;
 mod process;
+mod real;
 mod reset;
 mod secure;
 mod slices;
@@ -103,7 +104,7 @@ async fn named_target_port_publish_not_ready_and_headless() {
         .await;
     c.wait_ips("app", "peers", &["10.1.0.1"], &["10.1.0.2"])
         .await;
-    let named = c.endpoints("app", "named").unwrap();
+    let named = c.endpoints("app", "named").await.unwrap();
     let ports: Vec<i32> = named
         .subsets
         .iter()
@@ -115,7 +116,7 @@ async fn named_target_port_publish_not_ready_and_headless() {
         [8080],
         "the named port resolves to the container port"
     );
-    let peers = c.endpoints("app", "peers").unwrap();
+    let peers = c.endpoints("app", "peers").await.unwrap();
     assert!(
         peers
             .subsets
@@ -146,7 +147,7 @@ async fn leftover_endpoints_are_removed_at_start_except_leader_election() {
     c.wait_gone("app", "orphan").await;
     run.idle().await;
     assert!(
-        c.endpoints("app", "lock").is_some(),
+        c.endpoints("app", "lock").await.is_some(),
         "leader-election Endpoints survive the sweep"
     );
     run.stop().await;
@@ -230,7 +231,7 @@ async fn converges_through_api_faults_dropped_watches_and_410() {
         ..Default::default()
     })
     .await;
-    let faults = c.server.faults();
+    let faults = c.server().faults();
     // The controller's own requests fail 20% of the time (10% 500, 10% 429).
     faults.set_error_rate(0.1);
     faults.set_throttle_rate(0.1);
@@ -296,7 +297,7 @@ async fn converges_through_api_faults_dropped_watches_and_410() {
         "faults were actually injected: syncs {} writes {} server {:?}",
         metrics.syncs_total(),
         metrics.writes_done(),
-        c.server.stats()
+        c.server().stats()
     );
     run.stop().await;
 }
@@ -376,9 +377,8 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
             svc.metadata.name.clone().unwrap(),
         );
         let c = &c;
-        wait_for(&format!("{ns}/{name} endpoints"), || {
-            let found = c.endpoints(&ns, &name).is_some();
-            async move { found }
+        wait_for(&format!("{ns}/{name} endpoints"), || async {
+            c.endpoints(&ns, &name).await.is_some()
         })
         .await;
     }
@@ -398,7 +398,7 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
             key: format!("{ns}/{name}"),
             service: Some((*svc).clone()),
             pods: pods.clone(),
-            endpoints: c.endpoints(&ns, &name),
+            endpoints: c.endpoints(&ns, &name).await,
             config: None,
             nodes: None,
             endpoint_slices: Vec::new(),
@@ -419,7 +419,7 @@ async fn demo_seed_converges_to_what_weir_reconcile_computes() {
         let Action::Create(want) = fresh.run(&guest).await.unwrap().action else {
             panic!("create expected")
         };
-        let got = c.endpoints(&ns, &name).unwrap();
+        let got = c.endpoints(&ns, &name).await.unwrap();
         assert_eq!(
             weir::reconcile::canonical::endpoints(&got, false),
             weir::reconcile::canonical::endpoints(&want, false),
@@ -441,7 +441,7 @@ async fn failing_updates_record_one_rate_limited_event() {
         stale,
     ])
     .await;
-    c.server.faults().conflict_next_updates(1_000);
+    c.server().faults().conflict_next_updates(1_000);
     let run = c.run_default().await;
     let h = run.handle.clone();
     wait_for("several failed syncs", || {
@@ -472,7 +472,7 @@ async fn failing_updates_record_one_rate_limited_event() {
         failed[0].reporting_controller.as_deref(),
         Some("endpoint-controller")
     );
-    c.server.faults().conflict_next_updates(0);
+    c.server().faults().conflict_next_updates(0);
     run.stop().await;
 }
 
@@ -541,7 +541,7 @@ async fn service_selector_limits_what_weir_manages() {
     c.wait_ips("app", "mine", &["10.1.0.1"], &[]).await;
     run.idle().await;
     // The unselected Service's Endpoints belong to someone else: untouched, not deleted.
-    let theirs = c.endpoints("app", "theirs").expect("not deleted");
+    let theirs = c.endpoints("app", "theirs").await.expect("not deleted");
     assert_eq!(ips(&theirs), (vec!["10.7.7.7".to_string()], vec![]));
     run.stop().await;
 }
@@ -594,10 +594,10 @@ async fn terminating_pods_leave_endpoints_unless_publish_not_ready() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let all = c.endpoints("app", "all").unwrap();
-    let terminating = c.server.store().get("pods", "app", "b");
+    let all = c.endpoints("app", "all").await.unwrap();
+    let terminating = c.pod("app", "b").await;
     assert!(
-        terminating.is_some_and(|p| !p["metadata"]["deletionTimestamp"].is_null()),
+        terminating.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
         "the pod must still be terminating when its addresses are checked"
     );
     assert_eq!(
@@ -606,7 +606,7 @@ async fn terminating_pods_leave_endpoints_unless_publish_not_ready() {
     );
 
     // When the grace period ends the pod is removed and leaves the last Endpoints too.
+    c.finish_graceful_deletion("app", "b").await;
     c.wait_ips("app", "all", &["10.1.0.1"], &[]).await;
-    assert!(c.server.store().get("pods", "app", "b").is_none());
     run.stop().await;
 }

@@ -53,7 +53,7 @@ async fn endpoints_created_without_a_service_survive() {
     apply_synced(&c, &run, manual_endpoints("manual", "10.5.0.1", json!({}))).await;
     // An update of it is an event too.
     apply_synced(&c, &run, manual_endpoints("manual", "10.5.0.2", json!({}))).await;
-    let kept = c.endpoints("app", "manual").expect("not deleted");
+    let kept = c.endpoints("app", "manual").await.expect("not deleted");
     assert_eq!(ips(&kept), (vec!["10.5.0.2".to_string()], vec![]));
     run.stop().await;
 }
@@ -84,7 +84,7 @@ async fn a_leader_election_lock_survives_30s_of_renewals() {
         // The controller has seen this renewal before the next one.
         synced_after(&run, before).await;
         assert!(
-            c.endpoints("app", "lock").is_some(),
+            c.endpoints("app", "lock").await.is_some(),
             "the lock was deleted after renewal {renewals}"
         );
         // The pace of the renewals, not a wait (each one is awaited above): leader electors
@@ -113,7 +113,10 @@ async fn hand_made_endpoints_applied_before_their_selectorless_service_survive()
         .unwrap()
         .remove("selector");
     apply_synced(&c, &run, selectorless).await;
-    let kept = c.endpoints("app", "external-db").expect("not deleted");
+    let kept = c
+        .endpoints("app", "external-db")
+        .await
+        .expect("not deleted");
     assert_eq!(ips(&kept), (vec!["10.8.0.1".to_string()], vec![]));
     run.stop().await;
 }
@@ -122,7 +125,7 @@ async fn hand_made_endpoints_applied_before_their_selectorless_service_survive()
 async fn a_service_deletion_deletes_and_counts_once() {
     let (c, run) = running_web_app().await;
     let writes = run.handle.metrics.writes_done();
-    let deletes = c.server.stats().verbs("endpoints").delete;
+    let deletes = c.deletes("endpoints");
     let services: Api<core::Service> = Api::namespaced(c.client.clone(), "app");
     services
         .delete("web", &DeleteParams::default())
@@ -142,10 +145,6 @@ async fn a_service_deletion_deletes_and_counts_once() {
         1,
         "one deletion, counted once"
     );
-    assert_eq!(
-        c.server.stats().verbs("endpoints").delete - deletes,
-        1,
-        "one DELETE request"
-    );
+    assert_eq!(c.deletes("endpoints") - deletes, 1, "one DELETE request");
     run.stop().await;
 }

@@ -134,7 +134,7 @@ async fn weir_run_converges_and_exits_zero_on_sigterm() {
     let c = Cluster::start(web_app()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    c.write_kubeconfig(&kubeconfig);
     let run = Proc::spawn(&[
         "run",
         "--kubeconfig",
@@ -156,7 +156,7 @@ async fn dry_run_prints_decisions_and_writes_nothing() {
     let c = Cluster::start(web_app()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    c.write_kubeconfig(&kubeconfig);
     let run = Proc::spawn(&[
         "run",
         "--kubeconfig",
@@ -204,8 +204,8 @@ async fn dry_run_prints_decisions_and_writes_nothing() {
         "10.1.0.1"
     );
     assert_eq!(c.endpoints_writes(), 0, "a dry run writes nothing");
-    assert_eq!(c.server.stats().writes("endpointslices"), 0);
-    assert!(c.endpoints("app", "web").is_none());
+    assert_eq!(c.writes("endpointslices"), 0);
+    assert!(c.endpoints("app", "web").await.is_none());
 }
 
 /// A free TCP port on 127.0.0.1 (bound and released; the race with other tests is harmless
@@ -251,7 +251,7 @@ async fn metrics_scrape_passes_promtool_and_covers_the_alerts() {
     let c = Cluster::start(web_app()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    c.write_kubeconfig(&kubeconfig);
     let port = free_port();
     let admin = format!("127.0.0.1:{port}");
     let run = Proc::spawn(&[
@@ -390,7 +390,7 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
     let c = Cluster::start(web_app()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    c.write_kubeconfig(&kubeconfig);
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
     command
         .args(["run", "--log-format", "json", "--admin-addr", "127.0.0.1:0"])
@@ -445,7 +445,7 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
 fn kubeconfig_of(c: &Cluster) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&path).unwrap();
+    c.write_kubeconfig(&path);
     (dir, path.to_str().unwrap().to_string())
 }
 
@@ -473,7 +473,7 @@ async fn kube_api_qps_and_burst_hold_for_each_bucket_under_a_burst_of_1000_servi
         seed.push(pod("load", &format!("p{i}"), app, &ip, true));
     }
     let c = Cluster::start(seed).await;
-    c.server.record_requests();
+    c.server().record_requests();
     let (_dir, kubeconfig) = kubeconfig_of(&c);
     let run = Proc::spawn(&[
         "run",
@@ -490,7 +490,7 @@ async fn kube_api_qps_and_burst_hold_for_each_bucket_under_a_burst_of_1000_servi
     // 5 s at the limit.
     let expected = Duration::from_secs_f64(SERVICES as f64 / QPS);
     let deadline = Instant::now() + expected + DEADLINE;
-    let store = c.server.store();
+    let store = c.server().store();
     let converged = || {
         store.count("endpoints") == SERVICES
             && store.count("endpointslices") == SERVICES
@@ -521,7 +521,7 @@ async fn kube_api_qps_and_burst_hold_for_each_bucket_under_a_burst_of_1000_servi
     // Its Lease requests go through a client and bucket of their own (a renewal must not
     // queue behind writes), so they are left out. Each output has a bucket of its own (its
     // informer and its writes), and the shared watches and Events a third.
-    let requests = c.server.requests();
+    let requests = c.server().requests();
     let bucket_of = |path: &str| {
         if path.contains("/endpointslices") {
             "endpointslices"

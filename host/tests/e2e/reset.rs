@@ -145,7 +145,7 @@ async fn replaced_api_server_gets_no_ghost_writes(ahead: bool) {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    a.server.write_kubeconfig(&kubeconfig).unwrap();
+    a.write_kubeconfig(&kubeconfig);
     let admin = free_port();
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
     command
@@ -170,10 +170,10 @@ async fn replaced_api_server_gets_no_ghost_writes(ahead: bool) {
         }
     })
     .await;
-    let a_version = a.server.store().resource_version();
+    let a_version = a.server().store().resource_version();
 
-    let addr = a.server.addr();
-    let Cluster { server, client } = a;
+    let addr = a.server().addr();
+    let (server, client) = a.into_embedded();
     server.shutdown().await;
     let initial_resource_version = if ahead { a_version + 1_000 } else { 0 };
     let server = weir_apiserver::ApiServer::start(weir_apiserver::Config {
@@ -184,8 +184,8 @@ async fn replaced_api_server_gets_no_ghost_writes(ahead: bool) {
     })
     .await
     .expect("B starts on A's address");
-    let b = Cluster { server, client };
-    let b_start = b.server.store().resource_version();
+    let b = Cluster::embedded(server, client);
+    let b_start = b.server().store().resource_version();
     assert_eq!(
         b_start > a_version,
         ahead,

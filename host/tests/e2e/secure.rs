@@ -102,7 +102,7 @@ async fn cluster_with_reviews() -> (Cluster, tempfile::TempDir, std::path::PathB
     .await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    c.server.write_kubeconfig(&kubeconfig).unwrap();
+    c.write_kubeconfig(&kubeconfig);
     (c, dir, kubeconfig)
 }
 

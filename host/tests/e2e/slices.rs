@@ -19,9 +19,7 @@ impl Kubectl {
     fn new(c: &Cluster) -> Kubectl {
         support::require_tool("kubectl", &["version", "--client"]);
         let dir = tempfile::tempdir().unwrap();
-        c.server
-            .write_kubeconfig(&dir.path().join("kubeconfig"))
-            .unwrap();
+        c.write_kubeconfig(&dir.path().join("kubeconfig"));
         Kubectl { dir }
     }
 
@@ -154,7 +152,7 @@ fn web_world(pods: usize) -> Vec<Value> {
 }
 
 fn slice_writes(c: &Cluster) -> u64 {
-    c.server.stats().writes("endpointslices")
+    c.writes("endpointslices")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,7 +177,10 @@ async fn ready_pods_fill_slices_of_one_hundred_and_a_flip_updates_exactly_one() 
     }
     run.idle().await;
     // The Endpoints come from the same decision.
-    let ep = c.endpoints("app", "web").expect("Endpoints written too");
+    let ep = c
+        .endpoints("app", "web")
+        .await
+        .expect("Endpoints written too");
     assert_eq!(ips(&ep).0.len(), 250);
     let before = slice_writes(&c);
 

@@ -62,8 +62,8 @@ async fn an_api_server_restarted_empty_is_relisted_and_readyz_follows() {
     assert_eq!(run.handle.cache.pod_count(), 301);
 
     // The API server goes away: not ready once the timeout passed without contact.
-    let addr = c.server.addr();
-    let Cluster { server, client } = c;
+    let addr = c.server().addr();
+    let (server, client) = c.into_embedded();
     server.shutdown().await;
     wait_readyz(admin, 503).await;
 
@@ -84,7 +84,7 @@ async fn an_api_server_restarted_empty_is_relisted_and_readyz_follows() {
     })
     .await
     .expect("the API server restarts on the same address");
-    let c = Cluster { server, client };
+    let c = Cluster::embedded(server, client);
     c.wait_ips("app", "fresh", &["10.4.0.1"], &[]).await;
     let h = run.handle.clone();
     wait_for("the caches hold what the new server holds", || {
@@ -107,7 +107,7 @@ async fn the_resync_retries_a_key_dropped_after_its_retries() {
     let mut objects = web_app();
     objects.push(stale);
     let c = Cluster::start(objects).await;
-    c.server.faults().conflict_next_updates(u64::MAX);
+    c.server().faults().conflict_next_updates(u64::MAX);
     let config = Config {
         rate_limiter: weir::queue::RateLimiterConfig {
             max_retries: 1,
@@ -124,7 +124,7 @@ async fn the_resync_retries_a_key_dropped_after_its_retries() {
     })
     .await;
     // The API server recovers; no event reports it, only the resync tries the key again.
-    c.server.faults().conflict_next_updates(0);
+    c.server().faults().conflict_next_updates(0);
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     run.stop().await;
 }

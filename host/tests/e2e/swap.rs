@@ -67,7 +67,7 @@ fn swapper(run: &Running, config: SwapConfig) -> Arc<Swapper> {
 async fn swap_while_200_services_sync_changes_endpoints_and_loses_nothing() {
     let c = Cluster::start(services(200, json!({}))).await;
     // Slow the API down a little so the swap lands while syncs are in flight.
-    c.server.faults().set_latency(Duration::from_millis(40));
+    c.server().faults().set_latency(Duration::from_millis(40));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("guest.wasm");
     std::fs::write(&file, DEFAULT_GUEST).unwrap();
@@ -233,7 +233,7 @@ async fn one_trapping_service_does_not_stop_the_others() {
     })
     .await;
     assert!(
-        c.endpoints("app", "bad").is_none(),
+        c.endpoints("app", "bad").await.is_none(),
         "the trapping Service gets no write"
     );
     run.stop().await;
@@ -446,7 +446,7 @@ async fn stalling_guests_do_not_stall_the_controller() {
             async move { h.metrics.guest_faults() >= workers as u64 }
         })
         .await;
-        assert!(c.endpoints("app", "stalled0").is_none(), "{name}");
+        assert!(c.endpoints("app", "stalled0").await.is_none(), "{name}");
         run.stop().await;
     }
 }

@@ -1,0 +1,345 @@
+//! The real kube-apiserver as the end-to-end tests' server: `WEIR_E2E_SERVER=kube-apiserver`
+//! starts one kube-harness (etcd and kube-apiserver built from upstream's Go modules,
+//! docs/real-kubernetes.md) for the whole test binary, and every [`super::cluster::Cluster`]
+//! runs on it instead of the in-process weir-apiserver.
+//!
+//! Most tests run a controller that watches every namespace, and Nodes are cluster-wide, so the
+//! tests take the server one at a time ([`Session`] holds it) and each starts on a wiped cluster:
+//! no pod, Service, Endpoints, EndpointSlice, ConfigMap, Lease, Event or Node of an earlier test
+//! is left. The harness has no kubelet, no ServiceAccount controller and no garbage collector,
+//! so this module does their part: Node and pod status go through the `status` subresource, each
+//! namespace gets its `default` ServiceAccount, and a graceful deletion is finished the way a
+//! kubelet confirms one.
+
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use k8s_openapi::api::core::v1 as core;
+use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+/// The environment variable that picks the server: `weir-apiserver` (the default) or
+/// `kube-apiserver`.
+pub const SWITCH: &str = "WEIR_E2E_SERVER";
+/// The environment variable naming the kube-harness binary (`make upstream` builds it).
+pub const HARNESS: &str = "WEIR_KUBE_HARNESS";
+
+/// The tests that cannot run on the real server, one per line as `module::test_name: reason`
+/// (a test of `main.rs` has no module).
+/// `make e2e-real` skips them and prints each with its reason; `docs/apiserver.md` lists them.
+pub const NOT_APPLICABLE: &str = include_str!("not-on-kube-apiserver.txt");
+
+/// Whether the tests run on the real kube-apiserver. An unknown value fails every test rather
+/// than quietly running on weir-apiserver.
+pub fn selected() -> bool {
+    match std::env::var(SWITCH).as_deref() {
+        Err(_) | Ok("") | Ok("weir-apiserver") => false,
+        Ok("kube-apiserver") => true,
+        Ok(other) => panic!("{SWITCH}={other}: expected weir-apiserver or kube-apiserver"),
+    }
+}
+
+/// The listed tests, as (name, reason).
+pub fn not_applicable() -> Vec<(&'static str, &'static str)> {
+    NOT_APPLICABLE
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (name, reason) = l.split_once(": ").expect("`name: reason`");
+            (name.trim(), reason.trim())
+        })
+        .collect()
+}
+
+/// The one harness of this test binary.
+struct Harness {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    /// The watchdog, holding the write end of its stdin: that closes when this process exits,
+    /// however it exits, and the watchdog then stops the harness. It is never waited for: it
+    /// outlives the test binary by design.
+    _watchdog: Mutex<Child>,
+}
+
+static STARTED: OnceLock<Harness> = OnceLock::new();
+/// One test at a time on the shared server.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn harness_binary() -> PathBuf {
+    match std::env::var_os(HARNESS) {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        // host/ is the package root; the harness lands in the workspace's target/upstream.
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/upstream/kube-harness"),
+    }
+}
+
+fn harness() -> &'static Harness {
+    STARTED.get_or_init(|| {
+        let binary = harness_binary();
+        assert!(
+            binary.is_file(),
+            "{} does not exist: `make upstream` builds it, or set {HARNESS}",
+            binary.display()
+        );
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("kube-harness-e2e-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // The watchdog first, so that a failing `up` is cleaned up too. It lives in its own
+        // process group: a Ctrl-C of the test run reaches the tests, not it, and it still stops
+        // the servers (by the PIDs `up` recorded) once the test binary is gone. It keeps the
+        // logs and drops etcd's data.
+        let mut watchdog = Command::new("sh");
+        watchdog
+            .args([
+                "-c",
+                r#"cat >/dev/null; "$0" down "$1" >/dev/null 2>&1; rm -rf "$1/etcd""#,
+            ])
+            .arg(&binary)
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut watchdog, 0);
+        let watchdog = watchdog.spawn().expect("spawning the harness watchdog");
+        let out = Command::new(&binary)
+            .arg("up")
+            .arg(&dir)
+            .output()
+            .expect("running kube-harness up");
+        assert!(
+            out.status.success(),
+            "kube-harness up {} failed: {}{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("e2e on kube-apiserver: harness in {}", dir.display());
+        Harness {
+            kubeconfig: dir.join("kubeconfig"),
+            dir,
+            _watchdog: Mutex::new(watchdog),
+        }
+    })
+}
+
+/// One test's hold on the real server: the turn, an admin client, and where the test's share
+/// of the audit log starts.
+pub struct Session {
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+    pub client: Client,
+    kubeconfig: PathBuf,
+    audit_log: PathBuf,
+    audit_start: u64,
+}
+
+impl Session {
+    /// Waits for the server's turn, wipes what earlier tests left, and applies `seed`.
+    pub async fn start(seed: Vec<Value>) -> Session {
+        let turn = TURN.lock().await;
+        // Starting the harness blocks for a few seconds, once per test binary.
+        let harness = tokio::task::spawn_blocking(harness).await.unwrap();
+        let kubeconfig = kube::config::Kubeconfig::read_from(&harness.kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        let client = Client::try_from(config).unwrap();
+        wipe(&client).await;
+        let audit_log = harness.dir.join("audit.log");
+        let audit_start = std::fs::metadata(&audit_log).map_or(0, |m| m.len());
+        let session = Session {
+            _turn: turn,
+            client,
+            kubeconfig: harness.kubeconfig.clone(),
+            audit_log,
+            audit_start,
+        };
+        for object in seed {
+            session.apply(&object).await.unwrap_or_else(|e| {
+                panic!(
+                    "seeding {} on kube-apiserver: {e}",
+                    object["metadata"]["name"]
+                )
+            });
+        }
+        session
+    }
+
+    /// The admin kubeconfig, copied to `path`.
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::copy(&self.kubeconfig, path).map(drop)
+    }
+
+    /// Creates or updates `object` by server-side apply (so that the server's defaults, which
+    /// a replace of the test's sparse object would try to remove, stay), then sets the status
+    /// of a pod or Node as a kubelet would. A namespace gets its `default` ServiceAccount.
+    pub async fn apply(&self, object: &Value) -> Result<(), kube::Error> {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let api = self.api(object);
+        let name = object["metadata"]["name"].as_str().unwrap().to_string();
+        let mut body = object.clone();
+        let status = body.as_object_mut().unwrap().remove("status");
+        if let Some(metadata) = body["metadata"].as_object_mut() {
+            metadata.remove("resourceVersion");
+        }
+        let params = PatchParams::apply("weir-e2e").force();
+        api.patch(&name, &params, &Patch::Apply(&body)).await?;
+        if let Some(status) = status.filter(|_| matches!(kind, "Pod" | "Node")) {
+            let patch = json!({"status": status});
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        if kind == "Namespace" {
+            let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "default", "namespace": name}});
+            let accounts: Api<core::ServiceAccount> = Api::namespaced(self.client.clone(), &name);
+            if accounts.get_opt("default").await?.is_none() {
+                let account = serde_json::from_value(account).unwrap();
+                accounts.create(&Default::default(), &account).await?;
+            }
+        }
+        Ok(())
+    }
+
+    fn api(&self, object: &Value) -> Api<DynamicObject> {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let resource = resource(kind).unwrap_or_else(|| panic!("unsupported kind {kind}"));
+        match object["metadata"]["namespace"].as_str() {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        }
+    }
+
+    /// The write requests (create, update, patch, delete) to `resource` (`endpoints` or
+    /// `endpointslices`, the two the harness audits) since this session started, whether they
+    /// succeeded or not, and of them the deletes.
+    pub fn writes(&self, resource: &str) -> (u64, u64) {
+        assert!(
+            matches!(resource, "endpoints" | "endpointslices"),
+            "the harness audits writes to endpoints and endpointslices only, not {resource}"
+        );
+        let mut file = std::fs::File::open(&self.audit_log).expect("the harness's audit log");
+        file.seek(SeekFrom::Start(self.audit_start)).unwrap();
+        let (mut writes, mut deletes) = (0, 0);
+        for line in BufReader::new(file).lines().map_while(Result::ok) {
+            // A line the server is still writing is not complete JSON yet; the next read has it.
+            let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if event["stage"] != "ResponseComplete" || event["objectRef"]["resource"] != resource {
+                continue;
+            }
+            match event["verb"].as_str() {
+                Some("create" | "update" | "patch") => writes += 1,
+                Some("delete" | "deletecollection") => {
+                    writes += 1;
+                    deletes += 1;
+                }
+                _ => {}
+            }
+        }
+        (writes, deletes)
+    }
+
+    /// Ends the graceful deletion of a pod as its kubelet does once the containers stopped: a
+    /// delete with grace period 0.
+    pub async fn finish_graceful_deletion(&self, namespace: &str, name: &str) {
+        let pods: Api<core::Pod> = Api::namespaced(self.client.clone(), namespace);
+        match pods
+            .delete(name, &DeleteParams::default().grace_period(0))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => panic!("deleting pod {namespace}/{name} with grace period 0: {e}"),
+        }
+    }
+}
+
+/// The API resource of each kind the tests seed.
+fn resource(kind: &str) -> Option<ApiResource> {
+    use k8s_openapi::api::{coordination::v1::Lease, discovery::v1::EndpointSlice};
+    Some(match kind {
+        "Namespace" => ApiResource::erase::<core::Namespace>(&()),
+        "Node" => ApiResource::erase::<core::Node>(&()),
+        "Service" => ApiResource::erase::<core::Service>(&()),
+        "Pod" => ApiResource::erase::<core::Pod>(&()),
+        "Endpoints" => ApiResource::erase::<core::Endpoints>(&()),
+        "ConfigMap" => ApiResource::erase::<core::ConfigMap>(&()),
+        "ServiceAccount" => ApiResource::erase::<core::ServiceAccount>(&()),
+        "EndpointSlice" => ApiResource::erase::<EndpointSlice>(&()),
+        "Lease" => ApiResource::erase::<Lease>(&()),
+        _ => return None,
+    })
+}
+
+/// Namespaces every cluster has; the tests never write in them.
+const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Deletes what earlier tests left: every object of the kinds the tests write, in every
+/// namespace but the system ones, and every Node. Namespaces and their `default`
+/// ServiceAccounts stay (without a namespace controller a deleted namespace never goes away).
+async fn wipe(client: &Client) {
+    use k8s_openapi::api::{
+        coordination::v1::Lease, discovery::v1::EndpointSlice, events::v1::Event,
+    };
+    let namespaces: Api<core::Namespace> = Api::all(client.clone());
+    let namespaces = namespaces.list(&ListParams::default()).await.unwrap();
+    let now = DeleteParams::default().grace_period(0);
+    for ns in namespaces.items {
+        let ns = ns.metadata.name.unwrap();
+        if SYSTEM_NAMESPACES.contains(&ns.as_str()) {
+            continue;
+        }
+        let all = ListParams::default();
+        // Services have no deletecollection; one delete each.
+        let services: Api<core::Service> = Api::namespaced(client.clone(), &ns);
+        for svc in services.list(&all).await.unwrap().items {
+            let name = svc.metadata.name.unwrap();
+            let _ = services.delete(&name, &now).await;
+        }
+        macro_rules! delete_all {
+            ($($kind:ty),*) => {$(
+                Api::<$kind>::namespaced(client.clone(), &ns)
+                    .delete_collection(&now, &all)
+                    .await
+                    .unwrap_or_else(|e| panic!("wiping {ns}: {e}"));
+            )*};
+        }
+        delete_all!(
+            core::Pod,
+            core::Endpoints,
+            EndpointSlice,
+            core::ConfigMap,
+            Lease,
+            Event
+        );
+    }
+    Api::<core::Node>::all(client.clone())
+        .delete_collection(&now, &ListParams::default())
+        .await
+        .unwrap();
+}
+
+/// Every test named in `not-on-kube-apiserver.txt` exists, so the list skips what it says.
+#[test]
+fn every_test_listed_as_not_applicable_exists() {
+    let list = not_applicable();
+    assert!(!list.is_empty());
+    for (name, reason) in list {
+        assert!(!reason.is_empty(), "{name} has no reason");
+        let (module, test) = name.split_once("::").unwrap_or(("main", name));
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/e2e/{module}.rs"));
+        let source = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{name}: reading {}: {e}", file.display()));
+        assert!(
+            source.contains(&format!("fn {test}()")),
+            "{name} is listed in not-on-kube-apiserver.txt but is no test in {}",
+            file.display()
+        );
+    }
+}
