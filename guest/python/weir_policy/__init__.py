@@ -261,16 +261,13 @@ def _lookup(entries: List[types.KeyValue], key: str) -> Optional[str]:
 
 
 def _config_fields(cls: type) -> dict:
-    """The annotated class attributes of ``cls`` and its bases, by name, with their types."""
-    fields: dict = {}
-    for klass in reversed(cls.__mro__):
-        if klass is object:
-            continue
-        hints = typing.get_type_hints(klass) if "__annotations__" in vars(klass) else {}
-        for name in vars(klass).get("__annotations__", {}):
-            if not name.startswith("_"):
-                fields[name] = hints.get(name, Any)
-    return fields
+    """The annotated attributes of ``cls`` and its bases (not ``_private`` or ``ClassVar``
+    ones), by name, with their types."""
+    return {
+        name: hint
+        for name, hint in typing.get_type_hints(cls).items()
+        if not name.startswith("_") and typing.get_origin(hint) is not typing.ClassVar
+    }
 
 
 def _check(key: str, value: Any, expected: Any) -> Any:
