@@ -32,15 +32,23 @@ tools:
 	tests/install-tools.sh
 
 ## policies: build every example policy (guest/examples/NAME) to target/policies/NAME.wasm, and
-## its Python and JavaScript versions to NAME-python.wasm and NAME-js.wasm
+## its Python and JavaScript versions to NAME-python.wasm and NAME-js.wasm, and the hooks
+## policies composed with weir's engine
 # Their cases run under `cargo test` (host/tests/policy_kit.rs); by hand:
 #   weir test --guest target/policies/NAME.wasm guest/examples/NAME/cases
 POLICIES := $(patsubst guest/examples/%/Cargo.toml,%,$(wildcard guest/examples/*/Cargo.toml))
 POLICY_BUILD_DIR := $(or $(CARGO_TARGET_DIR),target)/wasm32-wasip2/release
-policies: wasm-target
-	$(CARGO) build --release --target wasm32-wasip2 $(foreach p,$(POLICIES),-p weir-example-$(p))
+# Policies of other languages export only hooks: `weir policy build` composes each with weir's
+# engine (wac, from `make tools`). drain-annotation-hooks.wasm is the Rust hooks one
+# (tests/guests/drain-annotation-hooks); it passes guest/examples/drain-annotation/cases.
+policies: wasm-target tools
+	$(CARGO) build --release --target wasm32-wasip2 $(foreach p,$(POLICIES),-p weir-example-$(p)) \
+	  -p weir-test-drain-annotation-hooks
+	$(CARGO) build --workspace --all-targets
 	@mkdir -p target/policies
 	$(foreach p,$(POLICIES),cp $(POLICY_BUILD_DIR)/weir_example_$(subst -,_,$(p)).wasm target/policies/$(p).wasm;)
+	$(WEIR_BIN) policy build $(POLICY_BUILD_DIR)/weir_test_drain_annotation_hooks.wasm \
+	  -o target/policies/drain-annotation-hooks.wasm
 
 # The Python and JavaScript/TypeScript examples (guest/examples/NAME/python/policy.py,
 # .../js/policy.ts): a hooks component built with componentize-py or componentize-js

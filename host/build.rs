@@ -5,7 +5,9 @@
 //! - the default guest (`guest/default`, upstream's behaviour), `WEIR_DEFAULT_GUEST_WASM`;
 //! - the CEL guest (`guest/cel`, endpoint rules in CEL), `WEIR_CEL_GUEST_WASM`;
 //! - the drain-annotation example (`guest/examples/drain-annotation`), which `weir demo`
-//!   swaps in live, `WEIR_DRAIN_ANNOTATION_GUEST_WASM`.
+//!   swaps in live, `WEIR_DRAIN_ANNOTATION_GUEST_WASM`;
+//! - the hooks engine (`guest/engine`), which `weir policy build` composes with a policy's
+//!   hooks, `WEIR_HOOKS_ENGINE_WASM`.
 //!
 //! All are built by one nested cargo invocation. Setting a variable to a built `.wasm` skips
 //! that guest's build and embeds the file instead (for packagers that build the guests
@@ -22,7 +24,7 @@ struct Builtin {
     variable: &'static str,
 }
 
-const BUILTINS: [Builtin; 3] = [
+const BUILTINS: [Builtin; 4] = [
     Builtin {
         package: "weir-default-guest",
         dir: "guest/default",
@@ -37,6 +39,11 @@ const BUILTINS: [Builtin; 3] = [
         package: "weir-example-drain-annotation",
         dir: "guest/examples/drain-annotation",
         variable: "WEIR_DRAIN_ANNOTATION_GUEST_WASM",
+    },
+    Builtin {
+        package: "weir-hooks-engine",
+        dir: "guest/engine",
+        variable: "WEIR_HOOKS_ENGINE_WASM",
     },
 ];
 
@@ -106,7 +113,8 @@ fn main() {
         panic!(
             "building the built-in guests failed. They need the wasm32-wasip2 target: \
              run `rustup target add wasm32-wasip2` (or set WEIR_DEFAULT_GUEST_WASM, \
-             WEIR_CEL_GUEST_WASM and WEIR_DRAIN_ANNOTATION_GUEST_WASM to built components)"
+             WEIR_CEL_GUEST_WASM, WEIR_DRAIN_ANNOTATION_GUEST_WASM and WEIR_HOOKS_ENGINE_WASM \
+             to built components)"
         );
     }
     for builtin in &to_build {

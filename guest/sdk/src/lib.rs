@@ -14,7 +14,9 @@
 //! Also here: [`types`] (the WIT contract's records: `Service`, `Pod`, `Decision`, ...),
 //! accessors on them (`pod.annotation("x")`, `service.label("y")`, `pod.is_ready()`), the
 //! logging macros ([`debug!`], [`info!`], [`warn!`], [`error!`]), and [`testing`] (builders
-//! for native unit tests, so a policy is tested with a plain `cargo test`).
+//! for native unit tests, so a policy is tested with a plain `cargo test`). [`batch`] runs a
+//! policy that decides each pass in one call instead of pod by pod: weir's hooks engine
+//! (`guest/engine`) drives policies written in other languages through it.
 //!
 //! "Spec §N" in comments is a rule of `docs/upstream-behaviour.md`; deviations D1… are its §18.
 //!
@@ -61,6 +63,7 @@
 
 mod address;
 mod arena;
+pub mod batch;
 mod config;
 mod context;
 mod drive;

@@ -2,11 +2,13 @@
 //! - the order of pods and of the stored subsets never changes the decision;
 //! - feeding a written result back as the stored Endpoints always gives `none`;
 //! - hooks that reorder pods or ports never move an endpoint to another slice group;
+//! - a pass policy ([`weir_policy::batch`]) decides as the per-pod hooks it answers for;
 //! - nothing panics.
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
 use proptest::prelude::*;
+use weir_policy::batch::{Candidate, Choice, Endpoint, PassPolicy, reconcile_passes};
 use weir_policy::types::*;
 use weir_policy::{Context, DefaultPolicy, Policy, Port, Verdict, reconcile};
 
@@ -334,5 +336,94 @@ fn shuffle<T>(items: &mut [T], mut seed: u64) {
             .wrapping_add(1442695040888963407);
         let j = (seed >> 33) as usize % (i + 1);
         items.swap(i, j);
+    }
+}
+
+/// A per-pod policy whose every hook changes something for some pods, chosen by `seed`.
+struct Tinker {
+    seed: u64,
+}
+
+impl Tinker {
+    /// Whether hook number `hook` changes `pod`.
+    fn picks(&self, hook: u64, pod: &Pod) -> bool {
+        let name: u64 = pod.name.bytes().map(u64::from).sum();
+        (self.seed >> ((hook * 7 + name) % 60)) & 1 == 1
+    }
+}
+
+impl Policy for Tinker {
+    fn include(&self, _: &Context, pod: &Pod) -> bool {
+        !self.picks(0, pod)
+    }
+
+    fn verdict(&self, _: &Context, verdict: &mut Verdict) {
+        let pod = verdict.pod;
+        if self.picks(1, pod) {
+            verdict.ready = !verdict.ready;
+        }
+        if self.picks(2, pod) {
+            verdict.serving = !verdict.serving;
+            verdict.terminating = !verdict.terminating;
+        }
+        if self.picks(3, pod) {
+            verdict.address.to_mut().hostname = format!("{}-h", pod.name);
+        }
+        if self.picks(4, pod) {
+            verdict.include = false;
+        }
+    }
+
+    fn ports(&self, _: &Context, pod: &Pod, ports: &mut Vec<Port>) {
+        if self.picks(5, pod) {
+            ports.iter_mut().for_each(|p| p.to_mut().port += 1);
+        }
+        if self.picks(6, pod) {
+            ports.pop();
+        }
+    }
+}
+
+/// [`Tinker`] as a pass policy: its hooks applied to each candidate.
+struct TinkerPasses(Tinker);
+
+impl PassPolicy for TinkerPasses {
+    fn decide(
+        &self,
+        ctx: &Context<'_>,
+        candidates: &[Candidate<'_>],
+    ) -> Result<Vec<Choice>, String> {
+        let policy = &self.0;
+        Ok(candidates
+            .iter()
+            .map(|candidate| {
+                let mut ports = candidate.ports.clone();
+                policy.ports(ctx, candidate.pod, &mut ports);
+                let endpoint = candidate.verdict.clone().map(|mut verdict| {
+                    policy.verdict(ctx, &mut verdict);
+                    Endpoint {
+                        include: verdict.include,
+                        ready: verdict.ready,
+                        serving: verdict.serving,
+                        terminating: verdict.terminating,
+                        address: verdict.address.into_owned(),
+                    }
+                });
+                Choice {
+                    include: policy.include(ctx, candidate.pod),
+                    ports: ports.into_iter().map(Port::into_owned).collect(),
+                    endpoint,
+                }
+            })
+            .collect())
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_pass_policy_decides_as_the_per_pod_hooks_it_answers_for(request in request_strategy(), seed in any::<u64>()) {
+        let per_pod = reconcile(&Tinker { seed }, &request).unwrap();
+        let per_pass = reconcile_passes(&TinkerPasses(Tinker { seed }), &request).unwrap();
+        prop_assert_eq!(per_pass, per_pod);
     }
 }

@@ -8,6 +8,7 @@ pub mod duration;
 pub mod guest;
 pub mod live;
 pub mod new_policy;
+pub mod policy;
 pub mod policy_config;
 pub mod reconcile;
 pub mod run;

@@ -6,6 +6,7 @@ pub mod builtin;
 pub mod cache;
 mod guest;
 pub mod health;
+pub mod hooks;
 mod sandbox;
 mod v0_1;
 

@@ -1,0 +1,143 @@
+//! `weir policy build`: a policy written in any language, as one guest.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, ExitCode};
+
+use anyhow::{Context, bail};
+use weir::runtime::hooks::{self, HOOKS_ENGINE, HOOKS_INTERFACE};
+
+/// Work with endpoint policies.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Compose a policy's hooks with weir's engine into one guest component.
+    ///
+    /// HOOKS is a component that exports `weir:hooks/policy@0.1.0` (world `hooks` of
+    /// `wit/hooks/v0.1/hooks.wit`), in any language: Python through componentize-py,
+    /// JavaScript through componentize-js, Rust through wit-bindgen. The engine built into
+    /// this weir runs upstream's endpoint and EndpointSlice controllers and asks the hooks
+    /// once per pass; the output is an ordinary `weir:endpoints@0.2.0` guest for `--guest`,
+    /// `weir test` and the swap watcher. The composition is `wac plug` (`make tools` installs
+    /// wac).
+    ///
+    /// Exits 0 when the guest is written, 2 when HOOKS cannot be read or composed (not a
+    /// component, no hooks export, hooks of another contract), wac does not run, or the
+    /// output cannot be written.
+    Build {
+        /// The hooks component (`.wasm`).
+        hooks: PathBuf,
+
+        /// Where to write the composed guest.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+
+        /// The `wac` program that composes (from the crate wac-cli).
+        #[arg(long, env = "WEIR_WAC", value_name = "PATH", default_value = "wac")]
+        wac: PathBuf,
+    },
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    let result = match args.command {
+        Command::Build { hooks, output, wac } => build(&hooks, &output, &wac),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn build(hooks_path: &Path, output: &Path, wac: &Path) -> anyhow::Result<()> {
+    let bytes = std::fs::read(hooks_path)
+        .with_context(|| format!("cannot read {}", hooks_path.display()))?;
+    hooks::check_hooks(&bytes)
+        .with_context(|| format!("{} is not a policy's hooks", hooks_path.display()))?;
+    // wac reads files: the engine goes next to the output, and only the finished guest
+    // replaces the output, so a failed build leaves no half-written file behind.
+    let scratch = Scratch::next_to(output);
+    let engine = scratch.path("engine");
+    std::fs::write(&engine, HOOKS_ENGINE)
+        .with_context(|| format!("cannot write {}", engine.display()))?;
+    let composed = scratch.path("composed");
+    let run = Process::new(wac)
+        .arg("plug")
+        .arg("--plug")
+        .arg(hooks_path)
+        .arg(&engine)
+        .arg("-o")
+        .arg(&composed)
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot run {} to compose: install wac with `cargo install wac-cli --locked` \
+                 (make tools does), or name it with --wac",
+                wac.display()
+            )
+        })?;
+    if !run.status.success() {
+        let said = String::from_utf8_lossy(&run.stderr);
+        let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+        if said.contains("no matching imports") {
+            bail!(
+                "{}'s {HOOKS_INTERFACE} does not match the contract this weir composes with \
+                 (wit/hooks/v0.1/hooks.wit): regenerate its bindings from that file ({said})",
+                hooks_path.display()
+            );
+        }
+        bail!("{} plug failed ({}): {said}", wac.display(), run.status);
+    }
+    std::fs::rename(&composed, output)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    let size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "wrote {} ({size} bytes): {} composed with weir's engine, a weir:endpoints@0.2.0 guest",
+        output.display(),
+        hooks_path.display()
+    );
+    Ok(())
+}
+
+/// Files next to the output for one build, removed when it ends.
+struct Scratch {
+    /// The output's path with this process's id, the stem of every scratch file.
+    stem: PathBuf,
+    made: std::cell::RefCell<Vec<PathBuf>>,
+}
+
+impl Scratch {
+    fn next_to(output: &Path) -> Self {
+        let mut stem = output.as_os_str().to_owned();
+        stem.push(format!(".weir-build-{}", std::process::id()));
+        Scratch {
+            stem: stem.into(),
+            made: Default::default(),
+        }
+    }
+
+    /// A scratch file named `name`.
+    fn path(&self, name: &str) -> PathBuf {
+        let mut path = self.stem.as_os_str().to_owned();
+        path.push(format!("-{name}.wasm"));
+        let path = PathBuf::from(path);
+        self.made.borrow_mut().push(path.clone());
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for path in self.made.get_mut().drain(..) {
+            // A file already renamed into place, or never written, is gone: nothing to do.
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
