@@ -44,7 +44,8 @@ tools:
 	tests/install-tools.sh
 
 ## policies: build every example policy (guest/examples/NAME) to target/policies/NAME.wasm, and
-## the hooks policies composed with weir's engine
+## its Python and JavaScript versions to NAME-python.wasm and NAME-js.wasm, and the hooks
+## policies composed with weir's engine
 # Their cases run under `cargo test` (host/tests/policy_kit.rs); by hand:
 #   weir test --guest target/policies/NAME.wasm guest/examples/NAME/cases
 POLICIES := $(patsubst guest/examples/%/Cargo.toml,%,$(wildcard guest/examples/*/Cargo.toml))
@@ -60,6 +61,32 @@ policies: wasm-target tools
 	$(foreach p,$(POLICIES),cp $(POLICY_BUILD_DIR)/weir_example_$(subst -,_,$(p)).wasm target/policies/$(p).wasm;)
 	$(WEIR_BIN) policy build $(POLICY_BUILD_DIR)/weir_test_drain_annotation_hooks.wasm \
 	  -o target/policies/drain-annotation-hooks.wasm
+
+# The Python and JavaScript/TypeScript examples (guest/examples/NAME/python/policy.py,
+# .../js/policy.ts): a hooks component built with componentize-py or componentize-js
+# (guest/python, guest/js), composed with upstream's engine by `weir policy build` into
+# target/policies/NAME-python.wasm and NAME-js.wasm.
+PY_POLICIES := $(patsubst guest/examples/%/python/policy.py,%,$(wildcard guest/examples/*/python/policy.py))
+JS_POLICIES := $(patsubst guest/examples/%/js/policy.ts,%,$(wildcard guest/examples/*/js/policy.ts))
+HOOKS_WIT := wit/hooks/v0.1
+policies: $(PY_POLICIES:%=target/policies/%-python.wasm) $(JS_POLICIES:%=target/policies/%-js.wasm)
+target/policies/%-python.wasm: guest/examples/%/python/policy.py $(wildcard guest/python/weir_policy/*.py) $(HOOKS_WIT)/hooks.wit | weir-bin
+	@mkdir -p target/policies/hooks
+	componentize-py -d $(HOOKS_WIT) -w hooks componentize -p $(<D) -p guest/python \
+		weir_policy.component -o target/policies/hooks/$*-python.wasm
+	$(WEIR_BIN) policy build target/policies/hooks/$*-python.wasm -o $@
+target/policies/%-js.wasm: guest/examples/%/js/policy.ts guest/js/src/weir-policy.ts guest/js/build.mjs $(HOOKS_WIT)/hooks.wit guest/js/node_modules/.package-lock.json | weir-bin
+	@mkdir -p target/policies/hooks
+	node guest/js/build.mjs $< -o target/policies/hooks/$*-js.wasm
+	$(WEIR_BIN) policy build target/policies/hooks/$*-js.wasm -o $@
+# componentize-js, jco and rolldown at the versions of guest/js/package-lock.json; npm's cache
+# makes later installs offline.
+guest/js/node_modules/.package-lock.json: guest/js/package-lock.json
+	cd guest/js && npm ci --prefer-offline --no-audit --no-fund
+# The same build as `make test`, so wasmtime is not built a second way.
+.PHONY: weir-bin
+weir-bin:
+	$(CARGO) build --workspace --all-targets
 
 ## lint: formatting and clippy, as reviewers expect
 lint:

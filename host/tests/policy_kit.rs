@@ -35,10 +35,18 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// `cargo`, without what the outer build set for itself: flags meant for the host build
-/// (coverage, sanitizers) and the target directory must not leak into the wasm builds.
+/// `cargo`, without what the outer build set for itself (see [`nested`]).
 fn cargo(dir: &Path) -> Command {
-    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    nested(
+        std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
+        dir,
+    )
+}
+
+/// `program` in `dir`, without what the outer build set for itself: flags meant for the host
+/// build (coverage, sanitizers) and the target directory must not leak into the wasm builds.
+fn nested(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
+    let mut command = Command::new(program);
     command.current_dir(dir);
     for var in [
         "RUSTFLAGS",
@@ -182,6 +190,7 @@ fn new_policy_builds_offline_and_passes_its_cases() {
         "Cargo.lock",
         "src/lib.rs",
         "README.md",
+        "Makefile",
         "cases",
     ] {
         assert!(krate.join(file).exists(), "{file} missing");
@@ -204,17 +213,13 @@ fn new_policy_builds_offline_and_passes_its_cases() {
         "{}",
         stdout(&out)
     );
-    run(cargo(&krate)
-        .args(["build", "--release", "--target", "wasm32-wasip2"])
+    // `make -C demo-x`: cargo's wasm32-wasip2 build, copied to demo-x/demo-x.wasm.
+    run(nested("make", &dir)
+        .args(["-C", "demo-x"])
         .env("CARGO_NET_OFFLINE", "true"));
     let out = weir(
-        &krate,
-        &[
-            "test",
-            "--guest",
-            "target/wasm32-wasip2/release/demo_x.wasm",
-            "cases/",
-        ],
+        &dir,
+        &["test", "--guest", "demo-x/demo-x.wasm", "demo-x/cases"],
     );
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");

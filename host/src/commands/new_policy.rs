@@ -1,38 +1,50 @@
 //! `weir new-policy NAME`: a policy crate that builds, unit-tests and passes its cases as is;
-//! with `--lang cel`, a CEL policy for the built-in CEL guest ([`cel`]).
+//! with `--lang python` or `--lang js`, a policy whose hooks are Python or TypeScript
+//! ([`hooks`]); with `--lang cel`, a CEL policy for the built-in CEL guest ([`cel`]).
 
 pub mod cel;
+pub mod hooks;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-/// Create a policy crate in ./NAME that builds and passes its cases as is.
+/// Create a policy in ./NAME that builds with `make -C NAME` and passes its cases as is.
 ///
-/// The crate depends on this weir checkout's `weir-policy` SDK by path and gets a copy of the
+/// With `--lang rust` (the default), ./NAME is a crate. It depends on this weir checkout's `weir-policy` SDK by path and gets a copy of the
 /// checkout's `Cargo.lock`, so it builds without network access. It holds a working policy
 /// (upstream behaviour plus a label filter) with unit tests, golden cases in `cases/`, and a
-/// README. Build it with `cargo build --release --target wasm32-wasip2` in NAME, then run
-/// `weir test --guest target/wasm32-wasip2/release/NAME.wasm cases/` (with `-` in NAME written
-/// `_` in the file name). Refuses an existing non-empty directory and invalid names.
+/// README. `make -C NAME` builds it (cargo, for wasm32-wasip2) to `NAME/NAME.wasm`; then
+/// `weir test --guest NAME/NAME.wasm NAME/cases` runs the cases (`make -C NAME test` runs both
+/// the unit tests and the cases).
+///
+/// With `--lang python` or `--lang js`, ./NAME holds `policy.py` or `policy.ts` on weir's
+/// Python or TypeScript SDK (the same hooks as the Rust `Policy` trait), the same cases, a
+/// README, and a Makefile: `make -C NAME` builds the hooks (componentize-py, or tsc and
+/// componentize-js) and composes them with upstream's engine (`weir policy build`) into
+/// `NAME/NAME.wasm`.
 ///
 /// With `--lang cel`, ./NAME holds a CEL policy instead: `policy.yaml` (rules for
 /// `--guest builtin:cel`), two cases, a README, and a Makefile whose `test` target runs the
 /// cases (`make -C NAME test`); no toolchain or build is needed.
+///
+/// Refuses an existing non-empty directory and invalid names.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Directory and crate name: lowercase ASCII letters, digits, `-` and `_`, starting with a
     /// letter, at most 64 characters (for example `drain-by-zone`).
     name: String,
 
-    /// The language of the policy: `rust` (a crate built to a component) or `cel` (rules in
-    /// the configuration of the built-in CEL guest).
+    /// The language of the policy: `rust` (a crate built to a component), `python` or `js`
+    /// (hooks composed with upstream's engine), or `cel` (rules in the configuration of the
+    /// built-in CEL guest).
     #[arg(long, value_enum, default_value_t = Lang::Rust)]
     lang: Lang,
 
-    /// The `weir-policy` SDK to depend on: the `guest/sdk` directory of a weir checkout.
-    /// Default: the checkout this `weir` binary was built from. Rust only.
+    /// The SDK to build on, in a weir checkout: `guest/sdk` for Rust, `guest/python` for
+    /// Python, `guest/js` for JavaScript. Default: the checkout this `weir` binary was built
+    /// from. Not for CEL.
     #[arg(long, env = "WEIR_SDK", value_name = "PATH")]
     sdk: Option<PathBuf>,
 }
@@ -42,6 +54,10 @@ pub struct Args {
 pub enum Lang {
     /// A Rust crate on the `weir-policy` SDK.
     Rust,
+    /// Python hooks on weir's Python SDK, built with componentize-py.
+    Python,
+    /// TypeScript (or JavaScript) hooks on weir's JavaScript SDK, built with componentize-js.
+    Js,
     /// CEL rules for the built-in CEL guest.
     Cel,
 }
@@ -55,16 +71,47 @@ const README: &str = include_str!("../../templates/new-policy/README.md.in");
 const CASE_EXCLUDED: &str = include_str!("../../templates/new-policy/case-excluded.yaml.in");
 const CASE_CONFIGURED: &str = include_str!("../../templates/new-policy/case-configured.yaml.in");
 const GITIGNORE: &str = include_str!("../../templates/new-policy/gitignore.in");
+const MAKEFILE: &str = include_str!("../../templates/new-policy/Makefile.in");
 /// The workspace's own guest build settings (the initial linear memory), so a policy crate
 /// is built the way the default guest is.
 const CARGO_CONFIG: &str = include_str!("../../../.cargo/config.toml");
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
-    if args.lang == Lang::Cel {
-        return cel::run(&args.name, args.sdk.is_some());
+    let hooks_lang = match args.lang {
+        Lang::Cel => return cel::run(&args.name, args.sdk.is_some()),
+        Lang::Python => Some(hooks::HooksLang::Python),
+        Lang::Js => Some(hooks::HooksLang::Js),
+        Lang::Rust => None,
+    };
+    let weir = match weir_binary() {
+        Ok(weir) => weir,
+        Err(e) => {
+            eprintln!("weir: new-policy: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(lang) = hooks_lang {
+        return match hooks::create(lang, &args.name, args.sdk.as_deref(), &weir, Path::new(".")) {
+            Ok(created) => {
+                println!(
+                    "created {} policy {} (SDK {})",
+                    lang.label(),
+                    created.dir.display(),
+                    created.sdk.display()
+                );
+                println!("next:");
+                println!("  make -C {}          # builds {0}/{0}.wasm", args.name);
+                println!("  make -C {} test     # runs its cases", args.name);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("weir: new-policy: {e:#}");
+                ExitCode::from(2)
+            }
+        };
     }
-    match create(&args.name, args.sdk.as_deref(), Path::new(".")) {
+    match create(&args.name, args.sdk.as_deref(), &weir, Path::new(".")) {
         Ok(created) => {
             println!("created policy crate {}", created.dir.display());
             if created.lockfile.is_none() {
@@ -74,11 +121,10 @@ pub fn run(args: Args) -> ExitCode {
                 );
             }
             println!("next:");
-            println!("  cd {}", args.name);
-            println!("  cargo build --release --target wasm32-wasip2");
+            println!("  make -C {}          # builds {0}/{0}.wasm", args.name);
             println!(
-                "  weir test --guest target/wasm32-wasip2/release/{}.wasm cases/",
-                created.crate_file_name
+                "  make -C {} test     # runs its unit tests and cases",
+                args.name
             );
             ExitCode::SUCCESS
         }
@@ -94,15 +140,24 @@ pub fn run(args: Args) -> ExitCode {
 pub struct Created {
     /// The new crate's directory.
     pub dir: PathBuf,
-    /// The crate's name as Rust and the `.wasm` file spell it (`-` → `_`).
-    pub crate_file_name: String,
     /// The lock file copied in, if one was found.
     pub lockfile: Option<PathBuf>,
 }
 
+/// This `weir` binary, absolute, for the generated Makefiles to run.
+fn weir_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find the path of this weir binary")?;
+    Ok(exe.canonicalize().unwrap_or(exe))
+}
+
 /// Creates the crate `name` under `parent`, depending on the SDK at `sdk` (default
-/// [`BUILT_SDK`]).
-pub fn create(name: &str, sdk: Option<&Path>, parent: &Path) -> anyhow::Result<Created> {
+/// [`BUILT_SDK`]), with a Makefile that runs the `weir` at `weir`.
+pub fn create(
+    name: &str,
+    sdk: Option<&Path>,
+    weir: &Path,
+    parent: &Path,
+) -> anyhow::Result<Created> {
     check_name(name)?;
     let sdk = locate_sdk(sdk)?;
     let dir = parent.join(name);
@@ -120,11 +175,13 @@ pub fn create(name: &str, sdk: Option<&Path>, parent: &Path) -> anyhow::Result<C
             .replace("{{type}}", &type_name(name))
             .replace("{{sdk}}", &toml_string(&sdk.display().to_string()))
             .replace("{{guide}}", &guide.display().to_string())
+            .replace("{{weir}}", &weir.display().to_string())
     };
     let files = [
         ("Cargo.toml", fill(CARGO_TOML)),
         ("src/lib.rs", fill(LIB_RS)),
         ("README.md", fill(README)),
+        ("Makefile", fill(MAKEFILE)),
         ("cases/excluded-pod-left-out.yaml", fill(CASE_EXCLUDED)),
         ("cases/configured-label.yaml", fill(CASE_CONFIGURED)),
         (".gitignore", fill(GITIGNORE)),
@@ -142,11 +199,7 @@ pub fn create(name: &str, sdk: Option<&Path>, parent: &Path) -> anyhow::Result<C
         std::fs::copy(lock, dir.join("Cargo.lock"))
             .with_context(|| format!("cannot copy {}", lock.display()))?;
     }
-    Ok(Created {
-        dir,
-        crate_file_name,
-        lockfile,
-    })
+    Ok(Created { dir, lockfile })
 }
 
 /// Refuses a directory that exists and is not empty (or is not a directory).
@@ -391,8 +444,8 @@ mod tests {
     #[test]
     fn creates_the_crate_with_an_absolute_sdk_path_and_a_lock() {
         let parent = scratch("create");
-        let created = create("demo-x", None, &parent).unwrap();
-        assert_eq!(created.crate_file_name, "demo_x");
+        let created = create("demo-x", None, Path::new("weir"), &parent).unwrap();
+        assert_eq!(created.dir, parent.join("demo-x"));
         let manifest = std::fs::read_to_string(parent.join("demo-x/Cargo.toml")).unwrap();
         let sdk = Path::new(BUILT_SDK).canonicalize().unwrap();
         assert!(
@@ -404,6 +457,9 @@ mod tests {
         assert!(lib.contains("export_policy!(DemoXPolicy)"));
         assert!(!lib.contains("{{"), "unfilled placeholder");
         assert!(parent.join("demo-x/Cargo.lock").is_file());
+        let makefile = std::fs::read_to_string(parent.join("demo-x/Makefile")).unwrap();
+        assert!(makefile.contains("cp $(CARGO_TARGET_DIR)/wasm32-wasip2/release/demo_x.wasm $@"));
+        assert!(makefile.contains("WEIR ?= weir\n"), "{makefile}");
         assert!(
             parent
                 .join("demo-x/cases/excluded-pod-left-out.yaml")
@@ -417,19 +473,26 @@ mod tests {
         let parent = scratch("exists");
         std::fs::create_dir_all(parent.join("taken")).unwrap();
         std::fs::write(parent.join("taken/file"), "x").unwrap();
-        let err = create("taken", None, &parent).unwrap_err().to_string();
+        let err = create("taken", None, Path::new("weir"), &parent)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("already exists and is not empty"), "{err}");
         std::fs::create_dir_all(parent.join("empty")).unwrap();
-        assert!(create("empty", None, &parent).is_ok());
+        assert!(create("empty", None, Path::new("weir"), &parent).is_ok());
         std::fs::remove_dir_all(&parent).unwrap();
     }
 
     #[test]
     fn missing_sdk_is_a_clear_error() {
         let parent = scratch("sdk");
-        let err = create("demo", Some(&parent.join("nowhere")), &parent)
-            .unwrap_err()
-            .to_string();
+        let err = create(
+            "demo",
+            Some(&parent.join("nowhere")),
+            Path::new("weir"),
+            &parent,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("no weir-policy SDK at"), "{err}");
         assert!(err.contains("check --sdk"), "{err}");
         assert!(!parent.join("demo").exists(), "nothing is created on error");

@@ -1,0 +1,55 @@
+"""The module componentize-py builds: the ``policy`` export of world ``weir:hooks/hooks``.
+
+It imports the author's module ``policy`` (``policy.py``), whose :func:`export_policy` call
+names the policy class, and answers the hooks with it. The configuration is parsed once per
+distinct text, so a sync's passes share one policy object.
+"""
+
+from typing import List, Optional, Tuple
+
+import wit_world
+from componentize_py_types import Err
+from wit_world.exports import policy as hooks
+
+import policy as _author_module  # noqa: F401  (its export_policy call registers the class)
+
+import weir_policy
+
+_configured: Optional[Tuple[str, weir_policy.Policy]] = None
+
+
+def _policy_for(config: str) -> weir_policy.Policy:
+    """The policy configured by ``config``, validated; raises ``Err`` with the reason."""
+    global _configured
+    if _configured is not None and _configured[0] == config:
+        return _configured[1]
+    try:
+        policy = weir_policy.exported_policy().from_config(config)
+        policy.validate()
+    except Err:
+        raise
+    except Exception as e:  # a refusal, whatever the author raised it as
+        raise Err(_reason(e)) from None
+    _configured = (config, policy)
+    return policy
+
+
+def _reason(e: Exception) -> str:
+    text = str(e)
+    if isinstance(e, (ValueError, weir_policy.ConfigError)) and text:
+        return text
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+class Policy(wit_world.exports.Policy):
+    """The hooks, answered by the class given to ``weir_policy.export_policy``."""
+
+    def validate_config(self, config: str) -> None:
+        _policy_for(config)
+
+    def decide(self, pass_: hooks.Pass, candidates: List[hooks.Candidate]) -> List[hooks.Choice]:
+        policy = _policy_for(pass_.config)
+        try:
+            return weir_policy.decide(policy, pass_, candidates)
+        except Exception as e:  # a bug in a hook fails this Service key, not the host
+            raise Err(f"policy hook failed: {_reason(e)}") from None
