@@ -69,12 +69,14 @@ fi
 need promtool --version -- apt_install prometheus
 # tmux: the terminal-view test of `weir demo` reads the screen with `tmux capture-pane`.
 need tmux -V -- apt_install tmux
+# docker-registry (the CNCF distribution server): the OCI guest tests run one on loopback.
+need docker-registry --version -- apt_install docker-registry
 
 # Stop here, with the tool's own message, if any of them still does not run (for example a
 # pip that put its scripts in a directory not on PATH).
 for check in "kubectl version --client" "wasm-tools --version" "wasmtime --version" "wac --version" \
   "componentize-py --version" "hadolint --version" "kubernetes-validate --version" "promtool --version" \
-  "tmux -V"; do
+  "tmux -V" "docker-registry --version"; do
   $check >/dev/null 2>&1 || { echo "error: \`$check\` does not run after installing; is pip's script directory on PATH?" >&2; exit 1; }
 done
 python3 -c 'import yaml'

@@ -33,6 +33,7 @@ pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod model;
+pub mod oci;
 pub mod queue;
 pub mod reconcile;
 pub mod redact;

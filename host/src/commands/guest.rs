@@ -1,11 +1,15 @@
-//! `weir guest export|info`: get a built-in guest out, and look inside a component.
+//! `weir guest export|info|push|sign|keygen`: get a built-in guest out, look inside a
+//! component, publish one to an OCI registry and sign it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use weir::oci::{GuestRef, SigningKey};
 use weir::runtime::{Builtin, Limits, LoadError, Runtime, WIT_PACKAGES, digest};
+
+use super::registry::TransportArgs;
 
 /// Work with guest components.
 #[derive(clap::Args, Debug)]
@@ -41,6 +45,50 @@ enum Command {
         /// The component (`.wasm`); `-` reads standard input.
         path: PathBuf,
     },
+    /// Publish a component to an OCI registry and print its digest (`sha256:...`).
+    ///
+    /// The artifact has the layout wkg publishes and Kubewarden pulls: config
+    /// `application/vnd.wasm.config.v0+json`, one `application/wasm` layer. The same
+    /// component always publishes as the same digest. Run it with `weir run --guest
+    /// oci://REGISTRY/REPO@DIGEST`. Credentials come from the docker config file
+    /// (`$DOCKER_CONFIG/config.json` or `~/.docker/config.json`).
+    Push {
+        /// The component (`.wasm`), or a built-in guest (`builtin:NAME`).
+        file: PathBuf,
+
+        /// Where to publish it: `oci://REGISTRY/REPO:TAG`.
+        #[arg(value_parser = GuestRef::parse)]
+        reference: GuestRef,
+
+        #[command(flatten)]
+        transport: TransportArgs,
+    },
+    /// Sign a published guest for `weir run --guest-public-key`, and print the digest signed.
+    ///
+    /// The signature is cosign's: the simple-signing payload naming the manifest digest,
+    /// ECDSA P-256, stored under the tag `sha256-DIGEST.sig` beside the signatures already
+    /// there, in the layout cosign writes. A tag is resolved to the digest it names now. With
+    /// a cosign key pair, `cosign sign --key cosign.key --tlog-upload=false
+    /// REGISTRY/REPO@DIGEST` signs the same way.
+    Sign {
+        /// The private key: PEM, unencrypted PKCS#8, ECDSA P-256 (`weir guest keygen`, or
+        /// `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`).
+        #[arg(long, env = "WEIR_GUEST_SIGNING_KEY", value_name = "PEM")]
+        key: PathBuf,
+
+        /// The guest: `oci://REGISTRY/REPO@sha256:DIGEST` (or `:TAG`).
+        #[arg(value_parser = GuestRef::parse)]
+        reference: GuestRef,
+
+        #[command(flatten)]
+        transport: TransportArgs,
+    },
+    /// Make a signing key pair: PATH (the private key, PKCS#8 PEM, mode 0600) and PATH.pub
+    /// (the public key for `--guest-public-key`). Neither may exist yet.
+    Keygen {
+        /// Where to write the private key.
+        path: PathBuf,
+    },
 }
 
 /// Runs the command.
@@ -48,6 +96,17 @@ pub fn run(args: Args) -> ExitCode {
     let result = match args.command {
         Command::Export { builtin, path } => export(builtin, &path).map(|()| ExitCode::SUCCESS),
         Command::Info { path } => info(&path),
+        Command::Push {
+            file,
+            reference,
+            transport,
+        } => registry_command(push(&file, &reference, &transport)),
+        Command::Sign {
+            key,
+            reference,
+            transport,
+        } => registry_command(sign(&key, &reference, &transport)),
+        Command::Keygen { path } => keygen(&path).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         // One line, whatever the error chain holds (wasmparser pads byte dumps with runs of
@@ -59,6 +118,76 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("weir: {message}");
         ExitCode::from(2)
     })
+}
+
+/// Runs a registry operation on a runtime of its own.
+fn registry_command(
+    operation: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<ExitCode> {
+    tokio::runtime::Runtime::new()
+        .context("cannot start the async runtime")?
+        .block_on(operation)
+        .map(|()| ExitCode::SUCCESS)
+}
+
+async fn push(file: &Path, reference: &GuestRef, transport: &TransportArgs) -> anyhow::Result<()> {
+    let bytes = match file.to_str().and_then(|f| f.strip_prefix(Builtin::PREFIX)) {
+        Some(name) => Builtin::from_name(name)
+            .map_err(anyhow::Error::msg)?
+            .bytes()
+            .to_vec(),
+        None => std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?,
+    };
+    if !is_component(&bytes) {
+        anyhow::bail!(
+            "{} is not a WebAssembly component (a core module, or not wasm at all?); a guest \
+             is a component built for wasm32-wasip2",
+            file.display()
+        );
+    }
+    let manifest = transport.registry()?.push(reference, &bytes).await?;
+    tracing::info!(reference = %reference.pinned(&manifest), component = %digest(&bytes), size = bytes.len(), "guest published");
+    println!("{manifest}");
+    Ok(())
+}
+
+/// Whether `bytes` start as a component does: the wasm magic and the component layer.
+fn is_component(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\0asm") && bytes.get(4..8) == Some(&[0x0d, 0x00, 0x01, 0x00][..])
+}
+
+async fn sign(key: &Path, reference: &GuestRef, transport: &TransportArgs) -> anyhow::Result<()> {
+    let pem = std::fs::read(key).with_context(|| format!("cannot read --key {}", key.display()))?;
+    let key = SigningKey::from_pem(&pem).with_context(|| format!("--key {}", key.display()))?;
+    let signed = transport.registry()?.sign(reference, &key).await?;
+    tracing::info!(reference = %reference.pinned(&signed), "guest signed");
+    println!("{signed}");
+    Ok(())
+}
+
+fn keygen(path: &Path) -> anyhow::Result<()> {
+    let public_path = PathBuf::from(format!("{}.pub", path.display()));
+    if public_path.exists() {
+        anyhow::bail!("{} exists already", public_path.display());
+    }
+    let (key, private_pem) = SigningKey::generate()?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(private_pem.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(&public_path, key.public_key().to_pem())
+        .with_context(|| format!("cannot write {}", public_path.display()))?;
+    eprintln!(
+        "private key {} (keep it secret), public key {} (for --guest-public-key)",
+        path.display(),
+        public_path.display()
+    );
+    Ok(())
 }
 
 /// `--builtin`: a built-in guest's name, with or without `builtin:`.

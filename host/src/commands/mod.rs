@@ -11,6 +11,7 @@ pub mod new_policy;
 pub mod policy;
 pub mod policy_config;
 pub mod reconcile;
+pub mod registry;
 pub mod run;
 pub mod serving;
 pub mod snapshot;
@@ -75,7 +76,9 @@ pub struct GuestArgs {
     /// a built-in one: `builtin:default` (upstream's behaviour, the default) or `builtin:cel`
     /// (endpoint rules in CEL from the policy configuration). Under `weir run` the file is
     /// watched and a changed component is validated and swapped in live;
-    /// `configmap:NAMESPACE/NAME/KEY` reads (and watches) a ConfigMap key instead.
+    /// `configmap:NAMESPACE/NAME/KEY` reads (and watches) a ConfigMap key instead;
+    /// `oci://REGISTRY/REPO:TAG` or `oci://REGISTRY/REPO@sha256:DIGEST` pulls a published
+    /// component (a tag is resolved to its digest once).
     #[arg(long, env = "WEIR_GUEST", value_name = "PATH")]
     pub guest: Option<PathBuf>,
 
@@ -88,6 +91,9 @@ pub struct GuestArgs {
     /// together.
     #[arg(long, env = "WEIR_GUEST_MEMORY_MIB", default_value_t = 64)]
     pub guest_memory_mib: usize,
+
+    #[command(flatten)]
+    pub registry: registry::RegistryArgs,
 }
 
 impl GuestArgs {
@@ -120,23 +126,23 @@ impl GuestArgs {
     /// Loads the chosen guest (a ConfigMap guest needs `weir run`'s cluster connection).
     pub async fn load(&self) -> anyhow::Result<Guest> {
         let runtime = Runtime::new(self.limits())?;
-        match self.source().map_err(anyhow::Error::msg)? {
-            GuestSource::Builtin(builtin) => runtime
-                .load_async(builtin.bytes().to_vec())
-                .await
-                .with_context(|| format!("guest {builtin}")),
-            GuestSource::ConfigMap { .. } => anyhow::bail!(
+        let source = self.source().map_err(anyhow::Error::msg)?;
+        if let GuestSource::ConfigMap { .. } = source {
+            anyhow::bail!(
                 "--guest configmap:... is read from a cluster, which only `weir run` connects to; \
-                 give a file or a built-in guest"
-            ),
-            GuestSource::File(path) => {
-                let bytes = std::fs::read(&path)
-                    .with_context(|| format!("cannot read guest {}", path.display()))?;
-                runtime
-                    .load_async(bytes)
-                    .await
-                    .with_context(|| format!("guest {}", path.display()))
-            }
+                 give a file, an oci:// reference or a built-in guest"
+            );
         }
+        // A registry client only when one is used: a broken docker config file does not
+        // concern a guest file.
+        let registry = match (&source, &self.registry.public_key) {
+            (GuestSource::Oci(_), _) | (_, Some(_)) => Some(self.registry.registry()?),
+            _ => None,
+        };
+        let fetched = source.fetch(None, registry.as_ref()).await?;
+        runtime
+            .load_async(fetched.bytes)
+            .await
+            .with_context(|| format!("guest {}", source.describe()))
     }
 }

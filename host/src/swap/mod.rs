@@ -3,6 +3,7 @@
 //! flight finish on the module they started with; every Service is re-synced once after a
 //! swap; a guest that starts faulting is rolled back to the previous one.
 
+pub mod oci;
 pub mod source;
 
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use serde::Serialize;
 use crate::cases::{Case, check_file, discover};
 use crate::controller::Handle;
 use crate::metrics::{Metrics, ReasonLabel};
+use crate::oci::{Pulled, Registry};
 use crate::runtime::{Active, Guest, Runtime, digest};
 
 /// How swaps are checked and judged.
@@ -29,6 +31,9 @@ pub struct SwapConfig {
     pub rollback_window: Duration,
     /// ...once it has made at least this many calls.
     pub rollback_min_calls: u64,
+    /// The client that pulls `oci://` references a watched source names; with a public key,
+    /// every candidate must carry a signature by it.
+    pub registry: Option<Arc<Registry>>,
 }
 
 impl Default for SwapConfig {
@@ -39,6 +44,7 @@ impl Default for SwapConfig {
             rollback_fault_share: 0.5,
             rollback_window: Duration::from_secs(60),
             rollback_min_calls: 5,
+            registry: None,
         }
     }
 }
@@ -79,11 +85,18 @@ pub enum Refusal {
     /// The source holds no candidate (a ConfigMap without the guest's key).
     #[error("no candidate: {0}")]
     Missing(String),
+    /// The candidate's `oci://` reference cannot be pulled (a bad reference, a registry that
+    /// is down, denies access or holds no Wasm component there).
+    #[error("cannot pull the candidate: {0}")]
+    Pull(String),
+    /// The candidate carries no valid signature by `--guest-public-key`.
+    #[error("signature: {0}")]
+    Signature(String),
 }
 
 impl Refusal {
     /// Every value [`reason`](Self::reason) returns.
-    pub const REASONS: [&'static str; 8] = [
+    pub const REASONS: [&'static str; 10] = [
         "digest",
         "compile",
         "world",
@@ -92,6 +105,8 @@ impl Refusal {
         "config",
         "check",
         "missing",
+        "pull",
+        "signature",
     ];
 
     /// Creates every reason's series of `weir_guest_swap_refusals_total` at 0, so `increase()`
@@ -132,6 +147,8 @@ impl Refusal {
             Refusal::Config(_) | Refusal::ConfigText(_) => "config",
             Refusal::Check(_) => "check",
             Refusal::Missing(_) => "missing",
+            Refusal::Pull(_) => "pull",
+            Refusal::Signature(_) => "signature",
         }
     }
 }
@@ -256,6 +273,11 @@ pub struct Swapper {
     config: SwapConfig,
     history: Mutex<Vec<SwapRecord>>,
     previous: Mutex<Option<Guest>>,
+    /// Where guests pulled from a registry came from, by component digest (the latest few).
+    origins: Mutex<Vec<(String, oci::Origin)>>,
+    /// The guest pulled last, so a watcher seeing the same reference again reuses it rather
+    /// than resolve a tag a second time.
+    latest_pulled: Mutex<Option<Pulled>>,
     /// Serializes offers, so two sources cannot interleave validation and swap.
     lock: tokio::sync::Mutex<()>,
 }
@@ -276,6 +298,8 @@ impl Swapper {
             config,
             history: Mutex::new(Vec::new()),
             previous: Mutex::new(None),
+            origins: Mutex::new(Vec::new()),
+            latest_pulled: Mutex::new(None),
             lock: tokio::sync::Mutex::new(()),
         })
     }
@@ -288,6 +312,50 @@ impl Swapper {
         }
     }
 
+    /// Records a guest pulled from a registry: `/guest` shows its origin while it is active.
+    /// Call it before offering the component.
+    pub fn note_pulled(&self, pulled: &Pulled) {
+        let component = digest(&pulled.bytes);
+        let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+        origins.retain(|(d, _)| *d != component);
+        origins.push((component, oci::Origin::of(pulled)));
+        if origins.len() > HISTORY {
+            origins.remove(0);
+        }
+        *self.latest_pulled.lock().unwrap_or_else(|e| e.into_inner()) = Some(pulled.clone());
+    }
+
+    /// The guest pulled last (see [`note_pulled`](Self::note_pulled)).
+    pub fn latest_pulled(&self) -> Option<Pulled> {
+        self.latest_pulled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The registry origin of the component with SHA-256 `digest`, if it was pulled.
+    pub fn origin(&self, digest: &str) -> Option<oci::Origin> {
+        let origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+        origins
+            .iter()
+            .rev()
+            .find(|(d, _)| d == digest)
+            .map(|(_, o)| o.clone())
+    }
+
+    /// Whether candidates must carry a registry signature (`--guest-public-key`).
+    pub fn requires_signature(&self) -> bool {
+        self.config
+            .registry
+            .as_ref()
+            .is_some_and(|r| r.options().public_key.is_some())
+    }
+
+    /// The registry client watched sources pull through.
+    pub fn registry(&self) -> Option<Arc<Registry>> {
+        self.config.registry.clone()
+    }
+
     /// The active digest and the swap history, as `/guest` serves them.
     pub fn info(&self) -> serde_json::Value {
         let active = self.handle.guest.current();
@@ -297,8 +365,12 @@ impl Swapper {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .map(|g| g.digest().to_string());
+        let mut active_info = serde_json::json!({"digest": active.digest(), "size": active.size()});
+        if let Some(origin) = self.origin(active.digest()) {
+            active_info["oci"] = serde_json::json!(origin);
+        }
         serde_json::json!({
-            "active": {"digest": active.digest(), "size": active.size()},
+            "active": active_info,
             "previous": previous,
             "swaps": self.handle.metrics.guest_swaps.get(),
             "refusals": Refusal::total(&self.handle.metrics),

@@ -3,7 +3,9 @@
 //! A file is watched with `notify` on its directory (kubelet updates a mounted ConfigMap by
 //! swapping a `..data` symlink, which never writes the file itself), plus a periodic content
 //! hash check as a fallback for filesystems without change events. A ConfigMap is watched
-//! through the API, which swaps within seconds rather than after kubelet's sync period.
+//! through the API, which swaps within seconds rather than after kubelet's sync period. An
+//! `oci://` reference is pulled once and not watched: a tag that moves changes nothing (a
+//! ConfigMap holding a reference is how a registry guest is swapped, see [`super::oci`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +20,8 @@ use notify::Watcher;
 use tokio_util::sync::CancellationToken;
 
 use super::Swapper;
+use super::oci::{PullOutcome, Puller, reference_in};
+use crate::oci::{GuestRef, Pulled, Registry};
 use crate::runtime::{Builtin, digest};
 
 /// A place a guest is read from.
@@ -37,11 +41,30 @@ pub enum GuestSource {
         /// Key.
         key: String,
     },
+    /// A component published in an OCI registry: `oci://REGISTRY/REPO:TAG` or
+    /// `@sha256:DIGEST`.
+    Oci(GuestRef),
+}
+
+/// A guest read from its source.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The component.
+    pub bytes: Vec<u8>,
+    /// What the registry gave, when it came from one (directly or through a reference in a
+    /// ConfigMap); its bytes are `bytes`.
+    pub pulled: Option<Pulled>,
 }
 
 impl GuestSource {
-    /// Parses `--guest`: `builtin:NAME`, `configmap:NAMESPACE/NAME/KEY`, or a file path.
+    /// Parses `--guest`: `builtin:NAME`, `configmap:NAMESPACE/NAME/KEY`, `oci://...`, or a
+    /// file path.
     pub fn parse(value: &str) -> Result<GuestSource, String> {
+        if value.starts_with(crate::oci::reference::SCHEME) {
+            return GuestRef::parse(value)
+                .map(GuestSource::Oci)
+                .map_err(|e| format!("--guest {e}"));
+        }
         if let Some(name) = value.strip_prefix(Builtin::PREFIX) {
             return Builtin::from_name(name)
                 .map(GuestSource::Builtin)
@@ -72,16 +95,33 @@ impl GuestSource {
                 name,
                 key,
             } => format!("configmap:{namespace}/{name}/{key}"),
+            GuestSource::Oci(reference) => reference.to_string(),
         }
     }
 
-    /// Reads the component bytes now.
-    pub async fn read(&self, client: Option<&Client>) -> anyhow::Result<Vec<u8>> {
-        match self {
-            GuestSource::Builtin(builtin) => Ok(builtin.bytes().to_vec()),
-            GuestSource::File(path) => tokio::fs::read(path)
-                .await
-                .with_context(|| format!("cannot read guest {}", path.display())),
+    /// Reads the component now: a ConfigMap's key may hold an `oci://` reference, which is
+    /// pulled through `registry` like an `oci://` source. With a public key on `registry`,
+    /// only built-in guests and signed registry guests are accepted.
+    pub async fn fetch(
+        &self,
+        client: Option<&Client>,
+        registry: Option<&Registry>,
+    ) -> anyhow::Result<Fetched> {
+        let requires_signature = registry.is_some_and(|r| r.options().public_key.is_some());
+        let (bytes, what) = match self {
+            GuestSource::Builtin(builtin) => {
+                return Ok(Fetched {
+                    bytes: builtin.bytes().to_vec(),
+                    pulled: None,
+                });
+            }
+            GuestSource::Oci(reference) => return pull(registry, reference).await,
+            GuestSource::File(path) => (
+                tokio::fs::read(path)
+                    .await
+                    .with_context(|| format!("cannot read guest {}", path.display()))?,
+                "a guest file",
+            ),
             GuestSource::ConfigMap {
                 namespace,
                 name,
@@ -93,11 +133,49 @@ impl GuestSource {
                     .get(name)
                     .await
                     .with_context(|| format!("cannot get ConfigMap {namespace}/{name}"))?;
-                configmap_bytes(&cm, key)
-                    .with_context(|| format!("ConfigMap {namespace}/{name} has no key {key:?}"))
+                let bytes = configmap_bytes(&cm, key)
+                    .with_context(|| format!("ConfigMap {namespace}/{name} has no key {key:?}"))?;
+                if let Some(reference) = reference_in(&bytes) {
+                    let reference = reference
+                        .map_err(anyhow::Error::msg)
+                        .with_context(|| format!("guest {}", self.describe()))?;
+                    return pull(registry, &reference).await;
+                }
+                (bytes, "a component in a ConfigMap")
             }
+        };
+        if requires_signature {
+            anyhow::bail!("{}", unsigned_refusal(what, &self.describe()));
         }
+        Ok(Fetched {
+            bytes,
+            pulled: None,
+        })
     }
+}
+
+/// Why a guest read as bytes (from `what`) is refused when guests must be signed.
+pub fn unsigned_refusal(what: &str, source: &str) -> String {
+    format!(
+        "{source}: --guest-public-key accepts only signed registry guests (oci://...) and \
+         built-in ones; {what} carries no signature (publish it with `weir guest push` and \
+         sign it with `weir guest sign`)"
+    )
+}
+
+/// Pulls `reference` once (a tag is resolved here, and logged).
+async fn pull(registry: Option<&Registry>, reference: &GuestRef) -> anyhow::Result<Fetched> {
+    let registry =
+        registry.with_context(|| format!("guest {reference}: no registry client was set up"))?;
+    let pulled = registry
+        .pull(reference)
+        .await
+        .with_context(|| format!("guest {reference}"))?;
+    tracing::info!(reference = %reference, digest = %pulled.digest, verified = pulled.verified, "guest reference resolved");
+    Ok(Fetched {
+        bytes: pulled.bytes.clone(),
+        pulled: Some(pulled),
+    })
 }
 
 /// Splits `NAMESPACE/NAME/KEY` (the part after `configmap:`), each part non-empty.
@@ -250,54 +328,131 @@ pub fn watch_configmap(
             ConfigMapHolds::Config { config_key, .. } => config_key,
         };
         let source = format!("configmap:{namespace}/{name}/{key}");
-        let mut events = RefusalEvents::new(client.clone());
+        let mut watch = ConfigMapWatch {
+            what: format!("ConfigMap {namespace}/{name}"),
+            source,
+            holds,
+            events: RefusalEvents::new(client.clone()),
+            puller: Puller::new(swapper.registry(), swapper.latest_pulled()),
+            swapper,
+        };
+        // A ConfigMap whose reference could not be pulled for now, and when to try again.
+        let mut retry: Option<(tokio::time::Instant, core::ConfigMap)> = None;
         loop {
-            let next = tokio::select! {
+            let retry_at = retry.as_ref().map(|(at, _)| *at);
+            let cm = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                next = stream.next() => next,
-            };
-            match next {
-                None => return,
-                Some(Err(e)) => {
-                    tracing::debug!(%source, error = %e, "ConfigMap watch failed; retrying")
-                }
-                Some(Ok(cm)) => {
-                    let (bytes, config_key) = match &holds {
-                        ConfigMapHolds::Guest {
-                            guest_key,
-                            config_key,
-                        } => {
-                            let Some(bytes) = configmap_bytes(&cm, guest_key) else {
-                                let refusal = super::Refusal::Missing(format!(
-                                    "ConfigMap {namespace}/{name} has no key {guest_key:?}"
-                                ));
-                                swapper.refused(&source, "none".into(), &refusal);
-                                events.record(&cm, &refusal).await;
-                                continue;
-                            };
-                            (bytes, config_key.as_deref())
-                        }
-                        ConfigMapHolds::Config { guest, config_key } => {
-                            (guest.clone(), Some(config_key.as_str()))
-                        }
-                    };
-                    let config = match config_key.map(|k| configmap_config(&cm, k)) {
-                        None => None,
-                        Some(Ok(config)) => Some(config),
-                        Some(Err(e)) => {
-                            let refusal = super::Refusal::ConfigText(e);
-                            swapper.refused(&source, digest(&bytes), &refusal);
-                            events.record(&cm, &refusal).await;
-                            continue;
-                        }
-                    };
-                    if let Err(refusal) = swapper.offer_pair(bytes, config, &source).await {
-                        events.record(&cm, &refusal).await;
+                () = async {
+                    match retry_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
                     }
-                }
+                } => match retry.take() {
+                    Some((_, cm)) => cm,
+                    None => continue,
+                },
+                next = stream.next() => match next {
+                    None => return,
+                    Some(Err(e)) => {
+                        tracing::debug!(source = %watch.source, error = %e, "ConfigMap watch failed; retrying");
+                        continue;
+                    }
+                    Some(Ok(cm)) => {
+                        retry = None;
+                        cm
+                    }
+                },
+            };
+            if let Some(wait) = watch.offer(&cm).await {
+                retry = Some((tokio::time::Instant::now() + wait, cm));
             }
         }
     })
+}
+
+/// One ConfigMap watch's state between events.
+struct ConfigMapWatch {
+    what: String,
+    source: String,
+    holds: ConfigMapHolds,
+    events: RefusalEvents,
+    puller: Puller,
+    swapper: Arc<Swapper>,
+}
+
+impl ConfigMapWatch {
+    /// Offers what `cm` holds to the swap gate. Returns when to try again, for a reference
+    /// the registry could not serve for now.
+    async fn offer(&mut self, cm: &core::ConfigMap) -> Option<Duration> {
+        let (bytes, config_key, source) = match &self.holds {
+            ConfigMapHolds::Guest {
+                guest_key,
+                config_key,
+            } => {
+                let Some(bytes) = configmap_bytes(cm, guest_key) else {
+                    let refusal =
+                        super::Refusal::Missing(format!("{} has no key {guest_key:?}", self.what));
+                    self.refuse(cm, "none".into(), &refusal).await;
+                    return None;
+                };
+                let (bytes, source) = match reference_in(&bytes) {
+                    None if self.puller.requires_signature() => {
+                        let refusal = super::Refusal::Signature(unsigned_refusal(
+                            "a component in a ConfigMap",
+                            &self.source,
+                        ));
+                        self.refuse(cm, digest(&bytes), &refusal).await;
+                        return None;
+                    }
+                    None => (bytes, self.source.clone()),
+                    Some(Err(e)) => {
+                        let refusal = super::Refusal::Pull(format!("{}: {e}", self.what));
+                        self.refuse(cm, "none".into(), &refusal).await;
+                        return None;
+                    }
+                    Some(Ok(reference)) => match self.puller.pull(&reference).await {
+                        PullOutcome::Ready(pulled) => {
+                            self.swapper.note_pulled(&pulled);
+                            let source = format!("{} ({})", self.source, pulled.pinned());
+                            (pulled.bytes, source)
+                        }
+                        PullOutcome::Refused(refusal) => {
+                            self.refuse(cm, reference.to_string(), &refusal).await;
+                            return None;
+                        }
+                        PullOutcome::Retry(refusal, wait) => {
+                            tracing::warn!(source = %self.source, %reference, retry_in = ?wait, reason = %refusal, "registry unavailable; the active guest keeps serving");
+                            self.refuse(cm, reference.to_string(), &refusal).await;
+                            return Some(wait);
+                        }
+                    },
+                };
+                (bytes, config_key.clone(), source)
+            }
+            ConfigMapHolds::Config { guest, config_key } => {
+                (guest.clone(), Some(config_key.clone()), self.source.clone())
+            }
+        };
+        let config = match config_key.map(|k| configmap_config(cm, &k)) {
+            None => None,
+            Some(Ok(config)) => Some(config),
+            Some(Err(e)) => {
+                let refusal = super::Refusal::ConfigText(e);
+                self.refuse(cm, digest(&bytes), &refusal).await;
+                return None;
+            }
+        };
+        if let Err(refusal) = self.swapper.offer_pair(bytes, config, &source).await {
+            self.events.record(cm, &refusal).await;
+        }
+        None
+    }
+
+    /// Records a refusal the watch itself made: in the swap history and as an Event.
+    async fn refuse(&mut self, cm: &core::ConfigMap, candidate: String, refusal: &super::Refusal) {
+        self.swapper.refused(&self.source, candidate, refusal);
+        self.events.record(cm, refusal).await;
+    }
 }
 
 /// `GuestRefused` Warning Events on the ConfigMap, one series per refusal: a refusal that

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod guests;
+pub mod registry;
 
 use std::path::PathBuf;
 

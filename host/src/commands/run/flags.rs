@@ -108,6 +108,13 @@ pub struct Args {
     #[arg(long, env = "WEIR_GUEST_POLL", default_value = "5s", value_name = "DURATION", value_parser = within(Min::AboveZero, HOUR))]
     pub guest_poll: Duration,
 
+    /// Registry credentials for `oci://` guests from a docker-config Secret
+    /// (`kubernetes.io/dockerconfigjson` or `kubernetes.io/dockercfg`), read at start; they
+    /// take precedence over the docker config file's (`$DOCKER_CONFIG/config.json` or
+    /// `~/.docker/config.json`). Repeat the flag (or separate with commas) for several.
+    #[arg(long, env = "WEIR_REGISTRY_SECRET", value_name = "NAMESPACE/NAME", value_delimiter = ',', value_parser = parse_secret_name)]
+    pub registry_secret: Vec<(String, String)>,
+
     /// Keep compiled guests here (wasmtime's compilation cache), keyed by component and
     /// engine settings, so restarts and swaps back skip compilation. Unreadable or
     /// incompatible entries are recompiled; past 256 entries or 256 MiB the least recently
@@ -131,7 +138,7 @@ pub struct Args {
     /// A second guest run on every sync beside the active one. It writes nothing; decisions
     /// that differ are counted (weir_shadow_comparisons_total{result="different"}) and logged at
     /// debug level with a diff.
-    /// A file, or a built-in guest (`builtin:cel`, `builtin:default`).
+    /// A file, an `oci://` reference, or a built-in guest (`builtin:cel`, `builtin:default`).
     #[arg(long, env = "WEIR_SHADOW_GUEST", value_name = "PATH")]
     pub shadow_guest: Option<PathBuf>,
 
@@ -436,4 +443,16 @@ fn parse_qps(text: &str) -> Result<f64, String> {
     let rate = ApiRate { qps, burst: 1 };
     weir::client::RateLimitLayer::new(rate).map_err(|e| e.to_string())?;
     Ok(qps)
+}
+
+/// `--registry-secret`: `NAMESPACE/NAME`.
+fn parse_secret_name(value: &str) -> Result<(String, String), String> {
+    match value.split_once('/') {
+        Some((namespace, name))
+            if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+        {
+            Ok((namespace.to_string(), name.to_string()))
+        }
+        _ => Err(format!("{value:?}: expected NAMESPACE/NAME")),
+    }
 }

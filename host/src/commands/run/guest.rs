@@ -1,12 +1,15 @@
-//! The guests `weir run` starts with: the policy configuration a ConfigMap holds, the shadow
-//! guest, and the watch that offers the swap gate a changed guest or configuration.
+//! The guests `weir run` starts with: the registry client and its credentials, the policy
+//! configuration a ConfigMap holds, the shadow guest, and the watch that offers the swap gate
+//! a changed guest or configuration.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
+use k8s_openapi::api::core::v1 as core;
 use tokio_util::sync::CancellationToken;
 use weir::controller::Config;
+use weir::oci::{Credentials, Registry};
 use weir::runtime::{Guest, Runtime};
 use weir::swap::Swapper;
 use weir::swap::source::{ConfigMapHolds, GuestSource, watch_configmap, watch_file};
@@ -21,6 +24,30 @@ pub struct ConfigKey {
     pub name: String,
     /// Key.
     pub key: String,
+}
+
+/// The registry client of `weir run`: the flags' transport and public key, the docker config
+/// file's credentials, and over them the `--registry-secret`s'.
+pub async fn registry(args: &Args, client: &kube::Client) -> anyhow::Result<Arc<Registry>> {
+    let mut options = args.guest.registry.options()?;
+    for (namespace, name) in &args.registry_secret {
+        let api: kube::Api<core::Secret> = kube::Api::namespaced(client.clone(), namespace);
+        let secret = api
+            .get(name)
+            .await
+            .with_context(|| format!("--registry-secret: cannot get Secret {namespace}/{name}"))?;
+        let data = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        options.credentials.merge(Credentials::from_secret_data(
+            &data,
+            &format!("Secret {namespace}/{name}"),
+        )?);
+    }
+    Ok(Arc::new(Registry::new(options)?))
 }
 
 /// Reads the policy configuration into `config.policy_config` where the flags put it in a
@@ -67,17 +94,24 @@ pub async fn read_configmap_config(
     }
 }
 
-/// Loads the `--shadow-guest` at `path` (a file or a built-in guest; it is not watched) and
-/// checks its configuration once, as the swap gate checks the active guest's.
-pub async fn load_shadow(path: &Path, runtime: &Runtime, config: &Config) -> anyhow::Result<Guest> {
-    let bytes = match GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)? {
-        GuestSource::Builtin(builtin) => builtin.bytes().to_vec(),
-        GuestSource::File(file) => std::fs::read(&file)
-            .with_context(|| format!("cannot read --shadow-guest {}", file.display()))?,
-        GuestSource::ConfigMap { .. } => {
-            anyhow::bail!("--shadow-guest takes a file or builtin:NAME, not a ConfigMap")
-        }
-    };
+/// Loads the `--shadow-guest` at `path` (a file, an `oci://` reference or a built-in guest;
+/// it is not watched) and checks its configuration once, as the swap gate checks the active
+/// guest's.
+pub async fn load_shadow(
+    path: &Path,
+    runtime: &Runtime,
+    registry: &Registry,
+    config: &Config,
+) -> anyhow::Result<Guest> {
+    let source = GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)?;
+    if let GuestSource::ConfigMap { .. } = source {
+        anyhow::bail!("--shadow-guest takes a file, oci://... or builtin:NAME, not a ConfigMap")
+    }
+    let bytes = source
+        .fetch(None, Some(registry))
+        .await
+        .context("--shadow-guest")?
+        .bytes;
     let shadow = runtime
         .load_async(bytes)
         .await
@@ -100,7 +134,8 @@ pub async fn load_shadow(path: &Path, runtime: &Runtime, config: &Config) -> any
 
 /// Starts the watch that offers `swapper` what changes: the guest file, the guest's
 /// ConfigMap, or the ConfigMap key holding a built-in guest's configuration. `None` for a
-/// built-in guest whose configuration does not live in a ConfigMap: nothing can change.
+/// built-in guest whose configuration does not live in a ConfigMap, and for an `oci://`
+/// guest, pinned to the digest it resolved to at start: nothing can change.
 pub fn watch_guest(
     source: GuestSource,
     config_key: Option<ConfigKey>,
@@ -144,5 +179,6 @@ pub fn watch_guest(
             swapper.clone(),
             shutdown.clone(),
         )),
+        GuestSource::Oci(_) => None,
     }
 }

@@ -105,22 +105,29 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     // deadline and cost the lease.
     let election_client = self::client(args.kubeconfig.as_deref(), &agent, rate).await?;
     let source = args.guest.source().map_err(anyhow::Error::msg)?;
+    let registry = guest::registry(&args, &client).await?;
     let swap_config = SwapConfig {
         pin_sha256: args.guest_sha256.clone(),
         check_cases: args.guest_check.clone(),
         rollback_fault_share: args.rollback_fault_share,
         rollback_window: args.rollback_window,
         rollback_min_calls: args.rollback_min_calls,
+        registry: Some(registry.clone()),
     };
     let config_key = guest::read_configmap_config(&args, &source, &client, &mut config).await?;
-    let bytes = source.read(Some(&client)).await?;
-    let active =
-        weir::swap::validate_candidate(&runtime, &swap_config, bytes, &config.policy_config)
-            .await
-            .with_context(|| format!("guest {}", source.describe()))?;
-    tracing::info!(source = %source.describe(), digest = active.digest(), size = active.size(), "guest loaded");
+    let fetched = source.fetch(Some(&client), Some(&registry)).await?;
+    let active = weir::swap::validate_candidate(
+        &runtime,
+        &swap_config,
+        fetched.bytes,
+        &config.policy_config,
+    )
+    .await
+    .with_context(|| format!("guest {}", source.describe()))?;
+    let pinned = fetched.pulled.as_ref().map(|p| p.pinned().to_string());
+    tracing::info!(source = %source.describe(), pinned, digest = active.digest(), size = active.size(), "guest loaded");
     if let Some(path) = &args.shadow_guest {
-        let shadow = guest::load_shadow(path, &runtime, &config).await?;
+        let shadow = guest::load_shadow(path, &runtime, &registry, &config).await?;
         tracing::info!(
             digest = shadow.digest(),
             "shadow guest loaded; it writes nothing"
@@ -132,6 +139,9 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let controller = Controller::with_clients(clients, ActiveGuest::new(active), config);
     let handle = controller.handle();
     let swapper = Swapper::new(runtime, handle.clone(), swap_config);
+    if let Some(pulled) = &fetched.pulled {
+        swapper.note_pulled(pulled);
+    }
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     let _watch = guest::watch_guest(source, config_key, client, &args, &swapper, &shutdown);
