@@ -242,6 +242,9 @@ fn the_operations_guide_names_only_flags_weir_has() {
         &["run", "--help"],
         &["test", "--help"],
         &["guest", "--help"],
+        &["guest", "push", "--help"],
+        &["guest", "sign", "--help"],
+        &["guest", "keygen", "--help"],
         &["demo", "--help"],
         &["diff", "--help"],
         &["snapshot", "--help"],
@@ -250,8 +253,14 @@ fn the_operations_guide_names_only_flags_weir_has() {
     .iter()
     .map(|args| String::from_utf8_lossy(&weir(args).stdout).into_owned())
     .collect();
-    // Flags of the other tools the guide shows (kube-controller-manager, kubectl, cargo).
-    let foreign = ["--controllers", "--from-file", "--replicas", "--test"];
+    // Flags of the other tools the guide shows (kube-controller-manager, kubectl, cargo, cosign).
+    let foreign = [
+        "--controllers",
+        "--from-file",
+        "--replicas",
+        "--test",
+        "--tlog-upload",
+    ];
     let mut checked = 0;
     for (i, _) in guide.match_indices("--") {
         let flag: String = guide[i + 2..]
