@@ -142,6 +142,11 @@ pub struct Cache {
     /// at the start-up sweep. A sync of any other key without a Service leaves its Endpoints
     /// alone (an Endpoints event alone never deletes; docs/operations.md).
     deletable: RwLock<HashSet<Key>>,
+    /// Keys whose Endpoints vanished while their Service was still cached. kube-apiserver
+    /// deletes a deleted Service's Endpoints itself, and that event may arrive before the
+    /// Service's own; a create for such a key first asks the API server whether the Service
+    /// still exists (docs/real-kubernetes.md, F6).
+    vanished_endpoints: RwLock<HashSet<Key>>,
     pods: RwLock<HashMap<String, NamespacePods>>,
     endpoints: RwLock<HashMap<Key, CachedEndpoints>>,
     service_selector: Option<LabelSelector>,
@@ -202,6 +207,7 @@ impl Cache {
     pub fn delete_service(&self, namespace: &str, name: &str) {
         let k = key(namespace, name);
         write(&self.unmanaged).remove(&k);
+        write(&self.vanished_endpoints).remove(&k);
         let removed = write(&self.services)
             .get_mut(namespace)
             .and_then(|ns| ns.remove(name))
@@ -355,6 +361,7 @@ impl Cache {
             .annotations
             .as_ref()
             .is_some_and(|a| a.contains_key(weir_policy::well_known::LEADER_ANNOTATION));
+        write(&self.vanished_endpoints).remove(&k);
         let mut endpoints = write(&self.endpoints);
         let old = match Packed::pack(&ep) {
             Some(packed) => endpoints.insert(
@@ -370,9 +377,19 @@ impl Cache {
         old.map(|o| o.resource_version)
     }
 
-    /// Forgets deleted Endpoints; whether any were cached.
+    /// Forgets deleted Endpoints, remembering the key when its Service is still cached;
+    /// whether any were cached.
     pub fn delete_endpoints(&self, key: &str) -> bool {
+        if self.has_service(key) {
+            write(&self.vanished_endpoints).insert(key.to_string());
+        }
         write(&self.endpoints).remove(key).is_some()
+    }
+
+    /// Whether this key's Endpoints vanished while its Service was cached, since the last
+    /// call for the key (see the `vanished_endpoints` field).
+    pub fn take_vanished_endpoints(&self, key: &str) -> bool {
+        write(&self.vanished_endpoints).remove(key)
     }
 
     /// The cached Endpoints of a key.

@@ -420,3 +420,69 @@ async fn each_output_writes_through_a_bucket_of_its_own() {
         server.shutdown().await;
     }
 }
+
+/// F6 of docs/real-kubernetes.md: kube-apiserver deletes a deleted Service's Endpoints itself,
+/// and weir may see that before the Service's own deletion. The sync it queues still finds the
+/// Service in the cache; it asks the server, finds the Service gone, and creates nothing. The
+/// Endpoints of a Service that does exist, deleted by hand, are still created again (D3).
+#[tokio::test]
+async fn endpoints_deleted_with_their_service_are_not_created_again() {
+    use super::sync::SyncOutcome;
+    let (server, client, h) = handle_with_one_service().await;
+    assert_eq!(
+        h.syncer.sync("ns/foo").await.unwrap(),
+        SyncOutcome::Written("create")
+    );
+    let stored = || -> core::Endpoints {
+        serde_json::from_value(server.store().get("endpoints", "ns", "foo").unwrap()).unwrap()
+    };
+    let endpoints_api = kube::Api::<core::Endpoints>::namespaced(client.clone(), "ns");
+    let slices_api = kube::Api::<EndpointSlice>::namespaced(client.clone(), "ns");
+    // The slice watch delivers what the syncs wrote, so the next sync is not stale.
+    let deliver_slices = || async {
+        for slice in slices_api.list(&Default::default()).await.unwrap().items {
+            h.cache.slices.apply(slice);
+        }
+    };
+    deliver_slices().await;
+    let mut on_endpoints = super::reflector::reflect(super::reflector::EndpointsObjects(h.clone()));
+    let written = stored();
+    on_endpoints(super::informer::Change::Apply(written.clone()));
+
+    // A hand deletion while the Service exists: restored.
+    endpoints_api
+        .delete("foo", &Default::default())
+        .await
+        .unwrap();
+    on_endpoints(super::informer::Change::Delete(written));
+    assert_eq!(
+        h.syncer.sync("ns/foo").await.unwrap(),
+        SyncOutcome::Written("create"),
+        "a live Service's Endpoints deleted by hand"
+    );
+    deliver_slices().await;
+    let restored = stored();
+    on_endpoints(super::informer::Change::Apply(restored.clone()));
+
+    // The Service is deleted, and its Endpoints with it, as kube-apiserver's Service registry
+    // does; the Endpoints event arrives first.
+    kube::Api::<core::Service>::namespaced(client, "ns")
+        .delete("foo", &Default::default())
+        .await
+        .unwrap();
+    endpoints_api
+        .delete("foo", &Default::default())
+        .await
+        .unwrap();
+    on_endpoints(super::informer::Change::Delete(restored));
+    assert!(h.cache.service("ns", "foo").is_some(), "still cached");
+    assert_eq!(
+        h.syncer.sync("ns/foo").await.unwrap(),
+        SyncOutcome::Unchanged
+    );
+    assert!(
+        server.store().get("endpoints", "ns", "foo").is_none(),
+        "not created again"
+    );
+    server.shutdown().await;
+}

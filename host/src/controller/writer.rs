@@ -90,6 +90,27 @@ impl Writer {
         Ok(Written::Stored(Box::new(stored)))
     }
 
+    /// Whether the Service `namespace/name` with this uid exists and is not being deleted,
+    /// read from the API server (a quorum read), not from the cache. A dry run, and a read
+    /// that fails, answer true: the caller then goes on as it would without asking.
+    pub async fn service_exists(&self, namespace: &str, name: &str, uid: &str) -> bool {
+        let Writer::Api(clients, _) = self else {
+            return true;
+        };
+        let api: Api<core::Service> = Api::namespaced(clients.shared.clone(), namespace);
+        match api.get_opt(name).await {
+            Ok(Some(svc)) => {
+                svc.metadata.deletion_timestamp.is_none()
+                    && (uid.is_empty() || svc.metadata.uid.as_deref() == Some(uid))
+            }
+            Ok(None) => false,
+            Err(error) => {
+                tracing::warn!(%namespace, %name, %error, "reading the Service failed; assuming it exists");
+                true
+            }
+        }
+    }
+
     /// Deletes the Endpoints `namespace/name`; NotFound counts as success (spec §5.2).
     pub async fn delete(
         &self,

@@ -126,6 +126,7 @@ async fn a_service_deletion_deletes_and_counts_once() {
     let (c, run) = running_web_app().await;
     let writes = run.handle.metrics.writes_done();
     let deletes = c.deletes("endpoints");
+    let endpoints_writes = c.writes("endpoints");
     let services: Api<core::Service> = Api::namespaced(c.client.clone(), "app");
     services
         .delete("web", &DeleteParams::default())
@@ -140,11 +141,25 @@ async fn a_service_deletion_deletes_and_counts_once() {
     })
     .await;
     run.idle().await;
-    assert_eq!(
-        run.handle.metrics.writes_done() - writes,
-        1,
-        "one deletion, counted once"
-    );
-    assert_eq!(c.deletes("endpoints") - deletes, 1, "one DELETE request");
+    let written = run.handle.metrics.writes_done() - writes;
+    let deleted = c.deletes("endpoints") - deletes;
+    if super::real::selected() {
+        // kube-apiserver deletes the Endpoints itself (unaudited), racing weir's delete: weir
+        // sends at most one DELETE, counts it only when it found something, and never creates
+        // the Endpoints again (F6 of docs/real-kubernetes.md).
+        assert_eq!(
+            c.writes("endpoints") - endpoints_writes,
+            deleted,
+            "no create or update"
+        );
+        assert!(deleted <= 1, "{deleted} DELETE requests");
+        assert!(
+            written <= deleted,
+            "{written} writes counted, {deleted} sent"
+        );
+    } else {
+        assert_eq!(written, 1, "one deletion, counted once");
+        assert_eq!(deleted, 1, "one DELETE request");
+    }
     run.stop().await;
 }

@@ -27,7 +27,7 @@ pub struct EndpointsOutput<'a> {
     pub stale: &'a StaleTracker,
     /// Forgets a deleted key's trigger time.
     pub trigger_times: &'a TriggerTimeTracker,
-    /// Forgets a deleted key's deletability.
+    /// Forgets a deleted key's deletability; knows keys whose Endpoints vanished.
     pub cache: &'a Cache,
     /// Counts writes.
     pub metrics: &'a Metrics,
@@ -92,6 +92,17 @@ impl EndpointsOutput<'_> {
                     Written::NotFound => SyncOutcome::Unchanged,
                     _ => SyncOutcome::Written("delete"),
                 })
+            }
+            // F6: the Endpoints vanished while the Service was cached. kube-apiserver deletes
+            // a deleted Service's Endpoints itself, so the cache may still hold a Service the
+            // server no longer has; creating its Endpoints again would be a write, and then a
+            // delete, that nobody asked for.
+            Action::Create(_)
+                if self.cache.take_vanished_endpoints(key)
+                    && !self.writer.service_exists(namespace, name, uid).await =>
+            {
+                tracing::debug!(%key, "the Service is gone; not creating its Endpoints again");
+                Ok(SyncOutcome::Unchanged)
             }
             Action::Create(ep) => match self.writer.store(key, namespace, &ep, true).await {
                 Ok(written) => {
