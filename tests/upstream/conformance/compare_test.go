@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -238,5 +239,71 @@ func TestANodeRemovalSyncOfAnAutoServiceIsD10WhenUpstreamsNextSyncWritesTheSame(
 	}
 	if got := classified(slicesState(current), 2); got != "" {
 		t.Errorf("upstream's next sync wrote more slices than weir did: %q, want unexplained", got)
+	}
+}
+
+func TestUpstreamsStartUpUpdateAddingHintsIsD16(t *testing.T) {
+	hinted := func(svc string) discoveryv1.EndpointSlice {
+		s := endpointSlice(svc, 80, "10.0.0.1", "10.0.0.2")
+		for i, zone := range []string{"zone-a", "zone-b"} {
+			s.Endpoints[i].Zone = &zone
+			s.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+		}
+		return s
+	}
+	auto := map[string]bool{"svc": true}
+	// Upstream's first sync ran before its topology cache was filled: a create without hints,
+	// then an update adding them. weir created the slice once, with the hints.
+	upstream := map[string]int{"endpointslices create": 1, "endpointslices update": 1, "endpoints create": 1}
+	weir := map[string]int{"endpointslices create": 1, "endpoints create": 1}
+	classified := func(st *step, up, w map[string]int, upState, weirState state, auto map[string]bool) []string {
+		states, _ := compareStates(upState, weirState, sized)
+		var out []string
+		for _, d := range classifyStartUpHints(st, up, w, compareWrites("start", up, w), states, auto, upState) {
+			out = append(out, d.resource+"="+d.deviation)
+		}
+		for _, d := range states {
+			out = append(out, d.slices+"="+d.deviation)
+		}
+		return out
+	}
+	same := slicesState(hinted("svc"))
+	if got := classified(nil, upstream, weir, same, same, auto); len(got) != 1 || got[0] != "endpointslices=D16" {
+		t.Errorf("upstream's extra start-up update of an Auto Service's slice, the same end state: %v, want D16", got)
+	}
+	// Over a stored slice with hints: upstream's first sync drops them, its next restores them;
+	// weir writes nothing.
+	if got := classified(nil, map[string]int{"endpointslices update": 2}, map[string]int{}, same, same, auto); len(got) != 1 || got[0] != "endpointslices=D16" {
+		t.Errorf("upstream's two start-up updates of a stored hinted slice, the same end state: %v, want D16", got)
+	}
+
+	hintless := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	for _, z := range []int{0, 1} {
+		zone := []string{"zone-a", "zone-b"}[z]
+		hintless.Endpoints[z].Zone = &zone
+	}
+	for name, c := range map[string]struct {
+		st                 *step
+		upstream           map[string]int
+		upState, weirState state
+		auto               map[string]bool
+	}{
+		"at a step, not at start-up":          {&step{kind: stepTouchService, name: "svc"}, upstream, same, same, auto},
+		"a Service not asking for hints":      {nil, upstream, same, same, map[string]bool{"svc": false}},
+		"upstream's slice left without hints": {nil, upstream, slicesState(hintless), same, auto},
+		"upstream's extra write a create": {nil, map[string]int{"endpointslices create": 2, "endpoints create": 1},
+			slicesState(hinted("svc"), hinted("svc")), slicesState(hinted("svc"), hinted("svc")), auto},
+		"more than two extra updates for one hinted slice": {nil, map[string]int{"endpointslices create": 1, "endpointslices update": 3, "endpoints create": 1},
+			same, same, auto},
+	} {
+		got := classified(c.st, c.upstream, weir, c.upState, c.weirState, c.auto)
+		for _, g := range got {
+			if strings.HasSuffix(g, "D16") {
+				t.Errorf("%s: %v, want nothing classified D16", name, got)
+			}
+		}
+		if len(got) == 0 {
+			t.Errorf("%s: no difference at all", name)
+		}
 	}
 }
