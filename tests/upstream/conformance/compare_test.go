@@ -259,7 +259,7 @@ func TestUpstreamsStartUpUpdateAddingHintsIsD16(t *testing.T) {
 	classified := func(st *step, up, w map[string]int, upState, weirState state, auto map[string]bool) []string {
 		states, _ := compareStates(upState, weirState, sized)
 		var out []string
-		for _, d := range classifyStartUpHints(st, up, w, compareWrites("start", up, w), states, auto, upState) {
+		for _, d := range classifyStartUpHints(st, nil, up, w, compareWrites("start", up, w), states, auto, weirState) {
 			out = append(out, d.resource+"="+d.deviation)
 		}
 		for _, d := range states {
@@ -288,9 +288,9 @@ func TestUpstreamsStartUpUpdateAddingHintsIsD16(t *testing.T) {
 		upState, weirState state
 		auto               map[string]bool
 	}{
-		"at a step, not at start-up":          {&step{kind: stepTouchService, name: "svc"}, upstream, same, same, auto},
-		"a Service not asking for hints":      {nil, upstream, same, same, map[string]bool{"svc": false}},
-		"upstream's slice left without hints": {nil, upstream, slicesState(hintless), same, auto},
+		"at a step, not at start-up":                                  {&step{kind: stepTouchService, name: "svc"}, upstream, same, same, auto},
+		"a Service not asking for hints":                              {nil, upstream, same, same, map[string]bool{"svc": false}},
+		"upstream's slice left without hints, not classified as such": {nil, upstream, slicesState(hintless), same, auto},
 		"upstream's extra write a create": {nil, map[string]int{"endpointslices create": 2, "endpoints create": 1},
 			slicesState(hinted("svc"), hinted("svc")), slicesState(hinted("svc"), hinted("svc")), auto},
 		"more than two extra updates for one hinted slice": {nil, map[string]int{"endpointslices create": 1, "endpointslices update": 3, "endpoints create": 1},
@@ -305,5 +305,58 @@ func TestUpstreamsStartUpUpdateAddingHintsIsD16(t *testing.T) {
 		if len(got) == 0 {
 			t.Errorf("%s: no difference at all", name)
 		}
+	}
+}
+
+func TestUpstreamsSlicesLeftWithoutHintsAtStartUpAreD16UntilTheTouchConfirms(t *testing.T) {
+	hinted := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	hintless := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	for i, zone := range []string{"zone-a", "zone-b"} {
+		hinted.Endpoints[i].Zone, hintless.Endpoints[i].Zone = &zone, &zone
+		hinted.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+	}
+	auto := map[string]bool{"svc": true}
+	weir := slicesState(hinted)
+	atStart := func(upstream state, startLate bool, auto map[string]bool) []difference {
+		diffs, _ := compareStates(upstream, weir, sized)
+		return classifyStartUpState(nil, startLate, diffs, upstream, weir, auto)
+	}
+	diffs := atStart(slicesState(hintless), true, auto)
+	if len(diffs) != 1 || diffs[0].deviation != "D16" || !startUpPending(diffs)["svc"] {
+		t.Fatalf("upstream's slice without hints where weir's has them, at start-up: %+v, want D16 pending", diffs)
+	}
+	// Near misses: not at the start of controllers started over a stored state, not a Service
+	// asking for hints, or another difference than the hints.
+	other := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.3")
+	for name, got := range map[string][]difference{
+		"a generated scenario's initial burst": atStart(slicesState(hintless), false, auto),
+		"a Service not asking for hints":       atStart(slicesState(hintless), true, map[string]bool{"svc": false}),
+		"another endpoint as well":             atStart(slicesState(other), true, auto),
+	} {
+		if len(got) != 1 || got[0].deviation != "" {
+			t.Errorf("%s: %+v, want one unexplained difference", name, got)
+		}
+	}
+	diffs, _ = compareStates(slicesState(hintless), weir, sized)
+	if got := classifyStartUpState(&step{kind: stepTouchService, name: "svc"}, true, diffs, slicesState(hintless), weir, auto); got[0].deviation != "" {
+		t.Errorf("at a step: %+v, want unexplained", got)
+	}
+
+	// The touch: upstream's next sync adds the hints with one update, weir writes nothing.
+	pending := map[string]bool{"svc": true}
+	touch := func(name string, upstream state) string {
+		up, w := map[string]int{"endpointslices update": 1}, map[string]int{}
+		states, _ := compareStates(upstream, weir, sized)
+		got := classifyStartUpHints(&step{kind: stepTouchService, name: name}, pending, up, w, compareWrites("touch", up, w), states, auto, weir)
+		return got[0].deviation
+	}
+	if got := touch("svc", weir); got != "D16" {
+		t.Errorf("the touch brought upstream's hints: %q, want D16", got)
+	}
+	if got := touch("svc", slicesState(hintless)); got != "" {
+		t.Errorf("the touch left upstream's slice without hints: %q, want unexplained", got)
+	}
+	if got := touch("other", weir); got != "" {
+		t.Errorf("the touch of a Service not pending: %q, want unexplained", got)
 	}
 }

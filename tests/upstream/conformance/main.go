@@ -315,6 +315,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	for _, svc := range s.services {
 		auto[svc.Name] = asksForTopologyAwareHints(svc)
 	}
+	// pendingHints are the Services whose slices upstream left without hints at start-up (D16),
+	// until the touch of each confirms it.
+	var pendingHints map[string]bool
 	check := func(point string, st *step) error {
 		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
 			return err
@@ -341,7 +344,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			var raw []difference
 			raw, regrouped = compareStates(upState, weirState, unsized)
 			diffs = classifyNodeRemoval(st, classifyHandEdit(st, raw, handEdit, upState, unsized), auto, nodeRemoval, upState, unsized)
-			diffs = classifySliceLeaves(st, diffs)
+			diffs = classifyStartUpState(st, s.startLate, classifySliceLeaves(st, diffs), upState, weirState, auto)
 			if !hasUnexplained(diffs) || time.Now().After(settled) {
 				break
 			}
@@ -372,7 +375,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 				return err
 			}
 			writes = classifyOwnLabels(classifySliceLeaves(st, writes), ownLabels)
-			writes = classifyStartUpHints(st, upStep, weirStep, writes, diffs, auto, upState)
+			writes = classifyStartUpHints(st, pendingHints, upStep, weirStep, writes, diffs, auto, weirState)
 			diffs = append(diffs, classifyNodeRemoval(st, writes, auto, nodeRemoval, upState, unsized)...)
 		}
 		upBefore, weirBefore = upNow, weirNow
@@ -392,6 +395,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		}
 		r.regrouped += len(regrouped)
 		grouped = regrouped
+		if st == nil {
+			pendingHints = startUpPending(diffs)
+		}
 		handEdit = nil
 		if st != nil && st.kind == stepEditEndpoints {
 			handEdit = &handEditSync{service: st.name, weir: weirState,
@@ -445,6 +451,18 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err := check("the initial state", nil); err != nil {
 		return r.failed(err)
 	}
+	// D16: upstream's slices left without hints at start-up get them at the Service's next
+	// sync, which a touch brings.
+	for _, name := range unionKeys(pendingHints, nil) {
+		touch := step{kind: stepTouchService, name: name, touch: -1}
+		if err := applyToBoth(ctx, client, upNS, weirNS, touch); err != nil {
+			return r.failed(fmt.Errorf("the touch of %s after D16: %w", name, err))
+		}
+		if err := check(fmt.Sprintf("the touch of %s after D16", name), &touch); err != nil {
+			return r.failed(err)
+		}
+	}
+	pendingHints = nil
 	for n, st := range s.steps {
 		if err := applyToBoth(ctx, client, upNS, weirNS, st); err != nil {
 			return r.failed(fmt.Errorf("step %d (%s %s): %w", n+1, st.kind, st.name, err))
