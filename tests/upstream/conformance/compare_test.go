@@ -360,3 +360,34 @@ func TestUpstreamsSlicesLeftWithoutHintsAtStartUpAreD16UntilTheTouchConfirms(t *
 		t.Errorf("the touch of a Service not pending: %q, want unexplained", got)
 	}
 }
+
+func TestATakeoverRestoringHintsUpstreamsRestartDroppedIsD16(t *testing.T) {
+	hinted := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	hintless := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	for i, zone := range []string{"zone-a", "zone-b"} {
+		hinted.Endpoints[i].Zone, hintless.Endpoints[i].Zone = &zone, &zone
+		hinted.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+	}
+	auto := map[string]bool{"svc": true}
+	before, restarted, weir := slicesState(hinted), slicesState(hintless), slicesState(hinted)
+	updates := map[string]int{"endpointslices update": 1}
+	takeover := func(before, restarted, weir state, auto map[string]bool, writes map[string]int) bool {
+		diffs, _ := compareStates(restarted, weir, sized)
+		return takeoverRestoresHints(diffs, before, restarted, weir, auto, writes)
+	}
+	if !takeover(before, restarted, weir, auto, updates) {
+		t.Error("weir restored the hints upstream's restart dropped: want D16")
+	}
+	other := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.3")
+	for name, got := range map[string]bool{
+		"nothing changed":                          takeover(before, weir, weir, auto, updates),
+		"a Service not asking for hints":           takeover(before, restarted, weir, map[string]bool{"svc": false}, updates),
+		"upstream had no hints before its restart": takeover(restarted, restarted, weir, auto, updates),
+		"weir changed an endpoint too":             takeover(before, restarted, slicesState(other), auto, updates),
+		"weir created a slice":                     takeover(before, restarted, weir, auto, map[string]int{"endpointslices create": 1}),
+	} {
+		if got {
+			t.Errorf("%s: classified D16", name)
+		}
+	}
+}

@@ -272,6 +272,33 @@ func classifyStartUpHints(st *step, pending map[string]bool, upstream, weir map[
 	return writes
 }
 
+// takeoverRestoresHints recognises D16 at the takeover: upstream, restarted over its own output
+// before weir takes it over, may sync a Service asking for hints (auto) before its topology
+// worker has run, dropping the hints of its slices with an update, and not sync it again. weir
+// taking over then writes the hints back. True when weir's writes are updates of slices only,
+// and each of its changes (diffs, upstream's restarted output against weir's) is of such a
+// Service's slices, which the restart left without any hint and which weir brought back to what
+// upstream had before its restart.
+func takeoverRestoresHints(diffs []difference, beforeRestart, restarted, weir state, auto map[string]bool, writes map[string]int) bool {
+	for k := range writes {
+		if k != "endpointslices update" {
+			return false
+		}
+	}
+	for _, d := range diffs {
+		if d.slices == "" || !auto[serviceOf(d.slices)] {
+			return false
+		}
+		if _, hinted := hintless(restarted.slices[d.slices]); hinted {
+			return false
+		}
+		if before, after := beforeRestart.content[d.slices], weir.content[d.slices]; before.sized != after.sized {
+			return false
+		}
+	}
+	return len(diffs) > 0
+}
+
 // serviceOf is the Service of a key of state.slices ("" for none).
 func serviceOf(key string) string { return strings.Split(key, "/")[0] }
 

@@ -480,6 +480,10 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err := upstream.stop(); err != nil {
 		return r.failed(err)
 	}
+	beforeRestart, err := readState(ctx, client, upNS)
+	if err != nil {
+		return r.failed(err)
+	}
 	restarted, err := startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+"-restart.log"), s.tuning)
 	if err != nil {
 		return r.failed(err)
@@ -525,6 +529,10 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			return r.failed(err)
 		}
 		diffs, _ := compareStates(upstreamOutput, weirOutput, func(string) bool { return false })
+		if takeoverRestoresHints(diffs, beforeRestart, upstreamOutput, weirOutput, auto, writes) {
+			r.classified = append(r.classified, "D16")
+			return r
+		}
 		var changes []string
 		for _, d := range diffs {
 			changes = append(changes, d.what)
