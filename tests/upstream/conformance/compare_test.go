@@ -147,6 +147,11 @@ func TestATakeoverMayRewriteNoMoreThanUpstreamsOwnRestart(t *testing.T) {
 			t.Errorf("weir %v, upstream's restart %v: %v, want %v", weir, c.upstream, got, c.want)
 		}
 	}
+	// Upstream's restart rewriting the same slices counts whether or not the server stored it.
+	again := map[string]int{"endpointslices update" + unchangedSuffix: 1, "endpointslices update": 1, "endpoints update": 1}
+	if got := requestsPerResource(again); got["endpointslices"] != 2 || got["endpoints"] != 1 || len(got) != 2 {
+		t.Errorf("upstream's restart's requests per resource: %v", got)
+	}
 }
 
 func TestWhichEndpointsOfAZoneCarryItsGivenAwayHintsIsNoDifference(t *testing.T) {
@@ -309,12 +314,7 @@ func TestUpstreamsStartUpUpdateAddingHintsIsD16(t *testing.T) {
 }
 
 func TestUpstreamsSlicesLeftWithoutHintsAtStartUpAreD16UntilTheTouchConfirms(t *testing.T) {
-	hinted := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
-	hintless := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
-	for i, zone := range []string{"zone-a", "zone-b"} {
-		hinted.Endpoints[i].Zone, hintless.Endpoints[i].Zone = &zone, &zone
-		hinted.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
-	}
+	hinted, hintless := zonedSlices()
 	auto := map[string]bool{"svc": true}
 	weir := slicesState(hinted)
 	atStart := func(upstream state, startLate bool, auto map[string]bool) []difference {
@@ -362,12 +362,7 @@ func TestUpstreamsSlicesLeftWithoutHintsAtStartUpAreD16UntilTheTouchConfirms(t *
 }
 
 func TestATakeoverRestoringHintsUpstreamsRestartDroppedIsD16(t *testing.T) {
-	hinted := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
-	hintless := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
-	for i, zone := range []string{"zone-a", "zone-b"} {
-		hinted.Endpoints[i].Zone, hintless.Endpoints[i].Zone = &zone, &zone
-		hinted.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
-	}
+	hinted, hintless := zonedSlices()
 	auto := map[string]bool{"svc": true}
 	before, restarted, weir := slicesState(hinted), slicesState(hintless), slicesState(hinted)
 	updates := map[string]int{"endpointslices update": 1}
@@ -390,4 +385,16 @@ func TestATakeoverRestoringHintsUpstreamsRestartDroppedIsD16(t *testing.T) {
 			t.Errorf("%s: classified D16", name)
 		}
 	}
+}
+
+// zonedSlices are one slice of svc with endpoints in zone-a and zone-b, hinted for their zones
+// and without hints.
+func zonedSlices() (hinted, hintless discoveryv1.EndpointSlice) {
+	hinted = endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	hintless = endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	for i, zone := range []string{"zone-a", "zone-b"} {
+		hinted.Endpoints[i].Zone, hintless.Endpoints[i].Zone = &zone, &zone
+		hinted.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+	}
+	return hinted, hintless
 }

@@ -52,6 +52,15 @@ func subtract(now, before map[string]int) map[string]int {
 	return out
 }
 
+// requestsPerResource sums counts per resource, the updates that changed nothing included.
+func requestsPerResource(counts map[string]int) map[string]int {
+	out := perResource(counts)
+	for k, v := range unchangedPerResource(counts) {
+		out[k] += v
+	}
+	return out
+}
+
 // perResource sums counts ("endpoints update") per resource ("endpoints"), leaving out the
 // updates that changed nothing (see unchangedPerResource).
 func perResource(counts map[string]int) map[string]int {
