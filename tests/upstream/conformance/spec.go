@@ -184,8 +184,8 @@ type specCase struct {
 	build func(b *specBuilder)
 }
 
-// specVariants are, for an id that states several scenarios (S33's maxima, S98's batch
-// periods), their names: each is built by the case's build with b.s.variant set, and its name
+// specVariants are, for an id that states several scenarios (S33's maxima, S90's Nodes, S98's
+// batch periods), their names: each is built by the case's build with b.s.variant set, and its name
 // is part of its namespaces' names.
 var specVariants = map[string][]string{
 	"S33": {"max-50", "max-80", "max-150", "max-250", "max-500"},
