@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -27,6 +28,9 @@ const (
 	kcmQPS                  = 20
 	kcmBurst                = 30
 	kcmContentType          = "application/vnd.kubernetes.protobuf"
+	// The range kube-controller-manager accepts for --max-endpoints-per-slice.
+	minMaxEndpointsPerSlice = 1
+	maxMaxEndpointsPerSlice = 1000
 )
 
 // syncedLine starts the line the controllers mode prints once its informers are synced.
@@ -41,6 +45,12 @@ func runControllers(args []string) error {
 	qps := flags.Float64("qps", kcmQPS, "client queries per second, as kube-controller-manager's --kube-api-qps")
 	burst := flags.Int("burst", kcmBurst, "client burst, as kube-controller-manager's --kube-api-burst")
 	workers := flags.Int("workers", kcmWorkers, "workers of each controller, as --concurrent-endpoint-syncs and --concurrent-service-endpoint-syncs")
+	maxPerSlice := flags.Int("max-endpoints-per-slice", kcmMaxEndpointsPerSlice,
+		fmt.Sprintf("most endpoints in one EndpointSlice, as kube-controller-manager's flag of that name (%d to %d)", minMaxEndpointsPerSlice, maxMaxEndpointsPerSlice))
+	endpointsBatch := flags.Duration("endpoint-updates-batch-period", 0,
+		"how long the Endpoints controller delays pod-driven syncs to coalesce them, as kube-controller-manager's flag of that name")
+	slicesBatch := flags.Duration("endpointslice-updates-batch-period", 0,
+		"how long the EndpointSlice controller delays pod-driven syncs (and slice-driven ones beyond 1s), as kube-controller-manager's flag of that name")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	flags.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog)")
@@ -55,6 +65,13 @@ func runControllers(args []string) error {
 	}
 	if *qps <= 0 || *burst <= 0 || *workers <= 0 {
 		return errors.New("--qps, --burst and --workers must be positive")
+	}
+	if *maxPerSlice < minMaxEndpointsPerSlice || *maxPerSlice > maxMaxEndpointsPerSlice {
+		return fmt.Errorf("--max-endpoints-per-slice must be between %d and %d, not %d", minMaxEndpointsPerSlice, maxMaxEndpointsPerSlice, *maxPerSlice)
+	}
+	if err := nonNegative(map[string]time.Duration{"--endpoint-updates-batch-period": *endpointsBatch,
+		"--endpointslice-updates-batch-period": *slicesBatch}); err != nil {
+		return err
 	}
 
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -77,9 +94,9 @@ func runControllers(args []string) error {
 	// Nodes are cluster-scoped, so the namespace option leaves their informer cluster-wide.
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*namespace))
 	core := factory.Core().V1()
-	endpoints := endpoint.NewEndpointController(ctx, core.Pods(), core.Services(), core.Endpoints(), client, 0)
+	endpoints := endpoint.NewEndpointController(ctx, core.Pods(), core.Services(), core.Endpoints(), client, *endpointsBatch)
 	slices := endpointslice.NewController(ctx, core.Pods(), core.Services(), core.Nodes(),
-		factory.Discovery().V1().EndpointSlices(), kcmMaxEndpointsPerSlice, client, 0)
+		factory.Discovery().V1().EndpointSlices(), int32(*maxPerSlice), client, *slicesBatch)
 	factory.Start(ctx.Done())
 
 	var running sync.WaitGroup
@@ -96,5 +113,15 @@ func runControllers(args []string) error {
 	<-ctx.Done()
 	running.Wait()
 	factory.Shutdown()
+	return nil
+}
+
+// nonNegative refuses a negative duration among flags (flag name to value).
+func nonNegative(flags map[string]time.Duration) error {
+	for name, d := range flags {
+		if d < 0 {
+			return fmt.Errorf("%s must not be negative, not %v", name, d)
+		}
+	}
 	return nil
 }

@@ -27,8 +27,11 @@ Usage:
   kube-harness down DIR
       Stop the processes "up DIR" started (SIGTERM, then SIGKILL after a grace period).
   kube-harness controllers --kubeconfig FILE [--namespace NS] [--qps N] [--burst N]
+          [--workers N] [--max-endpoints-per-slice N] [--endpoint-updates-batch-period D]
+          [--endpointslice-updates-batch-period D]
       Run upstream's endpoints and EndpointSlice controllers with kube-controller-manager's
-      defaults, on informers scoped to NS (all namespaces when empty), until SIGTERM.
+      defaults (5 workers, 100 endpoints per slice, batch periods 0; each flag as KCM's own),
+      on informers scoped to NS (all namespaces when empty), until SIGTERM.
   kube-harness etcd DIR | kube-harness apiserver DIR
       The two server processes "up" starts.
 `

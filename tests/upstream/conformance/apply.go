@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -108,6 +109,19 @@ func applyToBoth(ctx context.Context, client kubernetes.Interface, upNS, weirNS 
 	switch st.kind {
 	case stepDeleteNode:
 		return deleteNode(ctx, client, st.name)
+	case stepAddPodsSpaced:
+		// Each pod is added to both namespaces at its time, so that both sides see the same
+		// spacing.
+		start := time.Now()
+		for i, p := range st.pods {
+			time.Sleep(time.Until(start.Add(st.offsets[i])))
+			for _, ns := range []string{upNS, weirNS} {
+				if err := createPod(ctx, client, ns, p); err != nil {
+					return fmt.Errorf("in %s: %w", ns, err)
+				}
+			}
+		}
+		return nil
 	case stepEditNode:
 		node, err := client.CoreV1().Nodes().Get(ctx, st.name, metav1.GetOptions{})
 		if err != nil {

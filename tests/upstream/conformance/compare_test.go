@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,6 +147,11 @@ func TestATakeoverMayRewriteNoMoreThanUpstreamsOwnRestart(t *testing.T) {
 			t.Errorf("weir %v, upstream's restart %v: %v, want %v", weir, c.upstream, got, c.want)
 		}
 	}
+	// Upstream's restart rewriting the same slices counts whether or not the server stored it.
+	again := map[string]int{"endpointslices update" + unchangedSuffix: 1, "endpointslices update": 1, "endpoints update": 1}
+	if got := requestsPerResource(again); got["endpointslices"] != 2 || got["endpoints"] != 1 || len(got) != 2 {
+		t.Errorf("upstream's restart's requests per resource: %v", got)
+	}
 }
 
 func TestWhichEndpointsOfAZoneCarryItsGivenAwayHintsIsNoDifference(t *testing.T) {
@@ -239,4 +245,156 @@ func TestANodeRemovalSyncOfAnAutoServiceIsD10WhenUpstreamsNextSyncWritesTheSame(
 	if got := classified(slicesState(current), 2); got != "" {
 		t.Errorf("upstream's next sync wrote more slices than weir did: %q, want unexplained", got)
 	}
+}
+
+func TestUpstreamsStartUpUpdateAddingHintsIsD16(t *testing.T) {
+	hinted := func(svc string) discoveryv1.EndpointSlice {
+		s := endpointSlice(svc, 80, "10.0.0.1", "10.0.0.2")
+		for i, zone := range []string{"zone-a", "zone-b"} {
+			s.Endpoints[i].Zone = &zone
+			s.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+		}
+		return s
+	}
+	auto := map[string]bool{"svc": true}
+	// Upstream's first sync ran before its topology cache was filled: a create without hints,
+	// then an update adding them. weir created the slice once, with the hints.
+	upstream := map[string]int{"endpointslices create": 1, "endpointslices update": 1, "endpoints create": 1}
+	weir := map[string]int{"endpointslices create": 1, "endpoints create": 1}
+	classified := func(st *step, up, w map[string]int, upState, weirState state, auto map[string]bool) []string {
+		states, _ := compareStates(upState, weirState, sized)
+		var out []string
+		for _, d := range classifyStartUpHints(st, nil, up, w, compareWrites("start", up, w), states, auto, weirState) {
+			out = append(out, d.resource+"="+d.deviation)
+		}
+		for _, d := range states {
+			out = append(out, d.slices+"="+d.deviation)
+		}
+		return out
+	}
+	same := slicesState(hinted("svc"))
+	if got := classified(nil, upstream, weir, same, same, auto); len(got) != 1 || got[0] != "endpointslices=D16" {
+		t.Errorf("upstream's extra start-up update of an Auto Service's slice, the same end state: %v, want D16", got)
+	}
+	// Over a stored slice with hints: upstream's first sync drops them, its next restores them;
+	// weir writes nothing.
+	if got := classified(nil, map[string]int{"endpointslices update": 2}, map[string]int{}, same, same, auto); len(got) != 1 || got[0] != "endpointslices=D16" {
+		t.Errorf("upstream's two start-up updates of a stored hinted slice, the same end state: %v, want D16", got)
+	}
+
+	hintless := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	for _, z := range []int{0, 1} {
+		zone := []string{"zone-a", "zone-b"}[z]
+		hintless.Endpoints[z].Zone = &zone
+	}
+	for name, c := range map[string]struct {
+		st                 *step
+		upstream           map[string]int
+		upState, weirState state
+		auto               map[string]bool
+	}{
+		"at a step, not at start-up":                                  {&step{kind: stepTouchService, name: "svc"}, upstream, same, same, auto},
+		"a Service not asking for hints":                              {nil, upstream, same, same, map[string]bool{"svc": false}},
+		"upstream's slice left without hints, not classified as such": {nil, upstream, slicesState(hintless), same, auto},
+		"upstream's extra write a create": {nil, map[string]int{"endpointslices create": 2, "endpoints create": 1},
+			slicesState(hinted("svc"), hinted("svc")), slicesState(hinted("svc"), hinted("svc")), auto},
+		"more than two extra updates for one hinted slice": {nil, map[string]int{"endpointslices create": 1, "endpointslices update": 3, "endpoints create": 1},
+			same, same, auto},
+	} {
+		got := classified(c.st, c.upstream, weir, c.upState, c.weirState, c.auto)
+		for _, g := range got {
+			if strings.HasSuffix(g, "D16") {
+				t.Errorf("%s: %v, want nothing classified D16", name, got)
+			}
+		}
+		if len(got) == 0 {
+			t.Errorf("%s: no difference at all", name)
+		}
+	}
+}
+
+func TestUpstreamsSlicesLeftWithoutHintsAtStartUpAreD16UntilTheTouchConfirms(t *testing.T) {
+	hinted, hintless := zonedSlices()
+	auto := map[string]bool{"svc": true}
+	weir := slicesState(hinted)
+	atStart := func(upstream state, startLate bool, auto map[string]bool) []difference {
+		diffs, _ := compareStates(upstream, weir, sized)
+		return classifyStartUpState(nil, startLate, diffs, upstream, weir, auto)
+	}
+	diffs := atStart(slicesState(hintless), true, auto)
+	if len(diffs) != 1 || diffs[0].deviation != "D16" || !startUpPending(diffs)["svc"] {
+		t.Fatalf("upstream's slice without hints where weir's has them, at start-up: %+v, want D16 pending", diffs)
+	}
+	// Near misses: not at the start of controllers started over a stored state, not a Service
+	// asking for hints, or another difference than the hints.
+	other := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.3")
+	for name, got := range map[string][]difference{
+		"a generated scenario's initial burst": atStart(slicesState(hintless), false, auto),
+		"a Service not asking for hints":       atStart(slicesState(hintless), true, map[string]bool{"svc": false}),
+		"another endpoint as well":             atStart(slicesState(other), true, auto),
+	} {
+		if len(got) != 1 || got[0].deviation != "" {
+			t.Errorf("%s: %+v, want one unexplained difference", name, got)
+		}
+	}
+	diffs, _ = compareStates(slicesState(hintless), weir, sized)
+	if got := classifyStartUpState(&step{kind: stepTouchService, name: "svc"}, true, diffs, slicesState(hintless), weir, auto); got[0].deviation != "" {
+		t.Errorf("at a step: %+v, want unexplained", got)
+	}
+
+	// The touch: upstream's next sync adds the hints with one update, weir writes nothing.
+	pending := map[string]bool{"svc": true}
+	touch := func(name string, upstream state) string {
+		up, w := map[string]int{"endpointslices update": 1}, map[string]int{}
+		states, _ := compareStates(upstream, weir, sized)
+		got := classifyStartUpHints(&step{kind: stepTouchService, name: name}, pending, up, w, compareWrites("touch", up, w), states, auto, weir)
+		return got[0].deviation
+	}
+	if got := touch("svc", weir); got != "D16" {
+		t.Errorf("the touch brought upstream's hints: %q, want D16", got)
+	}
+	if got := touch("svc", slicesState(hintless)); got != "" {
+		t.Errorf("the touch left upstream's slice without hints: %q, want unexplained", got)
+	}
+	if got := touch("other", weir); got != "" {
+		t.Errorf("the touch of a Service not pending: %q, want unexplained", got)
+	}
+}
+
+func TestATakeoverRestoringHintsUpstreamsRestartDroppedIsD16(t *testing.T) {
+	hinted, hintless := zonedSlices()
+	auto := map[string]bool{"svc": true}
+	before, restarted, weir := slicesState(hinted), slicesState(hintless), slicesState(hinted)
+	updates := map[string]int{"endpointslices update": 1}
+	takeover := func(before, restarted, weir state, auto map[string]bool, writes map[string]int) bool {
+		diffs, _ := compareStates(restarted, weir, sized)
+		return takeoverRestoresHints(diffs, before, restarted, weir, auto, writes)
+	}
+	if !takeover(before, restarted, weir, auto, updates) {
+		t.Error("weir restored the hints upstream's restart dropped: want D16")
+	}
+	other := endpointSlice("svc", 80, "10.0.0.1", "10.0.0.3")
+	for name, got := range map[string]bool{
+		"nothing changed":                          takeover(before, weir, weir, auto, updates),
+		"a Service not asking for hints":           takeover(before, restarted, weir, map[string]bool{"svc": false}, updates),
+		"upstream had no hints before its restart": takeover(restarted, restarted, weir, auto, updates),
+		"weir changed an endpoint too":             takeover(before, restarted, slicesState(other), auto, updates),
+		"weir created a slice":                     takeover(before, restarted, weir, auto, map[string]int{"endpointslices create": 1}),
+	} {
+		if got {
+			t.Errorf("%s: classified D16", name)
+		}
+	}
+}
+
+// zonedSlices are one slice of svc with endpoints in zone-a and zone-b, hinted for their zones
+// and without hints.
+func zonedSlices() (hinted, hintless discoveryv1.EndpointSlice) {
+	hinted = endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	hintless = endpointSlice("svc", 80, "10.0.0.1", "10.0.0.2")
+	for i, zone := range []string{"zone-a", "zone-b"} {
+		hinted.Endpoints[i].Zone, hintless.Endpoints[i].Zone = &zone, &zone
+		hinted.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+	}
+	return hinted, hintless
 }

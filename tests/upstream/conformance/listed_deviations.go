@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -179,4 +180,144 @@ func anyTrue(m map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// D16 (docs/upstream-behaviour.md §18) at the first sync of controllers started over a stored
+// state (a spec scenario's initial state). Upstream's EndpointSlice controller fills its
+// topology cache from the Nodes in a worker of its own, beside the Service workers, so a first
+// sync that comes before it finds no zone there ("Nodes only ready in one zone") and writes the
+// slices of a Service asking for topology-aware hints without hints (over a stored slice with
+// hints, an update that drops them). The Service's next sync adds them with an update: at
+// start-up that often follows at once (the pod events of the initial list queue the Service
+// again, or the retry of a sync that found its cache stale), or else only at the Service's next
+// change. weir starts its workers once its Node cache is listed, so its first write carries the
+// hints. The run classifies the state at start-up (classifyStartUpState), then touches each
+// Service whose slices upstream left without hints, and classifies the writes of both
+// (classifyStartUpHints).
+
+// classifyStartUpState recognises D16 in the state after the first sync of controllers started
+// over a stored state (startLate): slices of a Service asking for hints (auto) that upstream
+// left without any hint, which are weir's once hints are set aside. The touch of the Service
+// that follows must confirm it (classifyStartUpHints).
+func classifyStartUpState(st *step, startLate bool, diffs []difference, upstream, weir state, auto map[string]bool) []difference {
+	if st != nil || !startLate {
+		return diffs
+	}
+	for i, d := range diffs {
+		if d.deviation != "" || d.slices == "" || !auto[serviceOf(d.slices)] {
+			continue
+		}
+		up, upHinted := hintless(upstream.slices[d.slices])
+		w, weirHinted := hintless(weir.slices[d.slices])
+		if !upHinted && weirHinted && up == w {
+			diffs[i].deviation = "D16"
+		}
+	}
+	return diffs
+}
+
+// startUpPending lists the Services whose slices classifyStartUpState found without
+// upstream's hints.
+func startUpPending(diffs []difference) map[string]bool {
+	pending := map[string]bool{}
+	for _, d := range diffs {
+		if d.deviation == "D16" && d.slices != "" {
+			pending[serviceOf(d.slices)] = true
+		}
+	}
+	return pending
+}
+
+// classifyStartUpHints recognises D16 in the writes of the first sync of controllers started
+// over a stored state, over the Services asking for hints (auto), and at the touch of a Service
+// whose slices upstream left without hints then (pending): upstream's extra slice writes are
+// D16 when they are updates only (creates and deletes as many as weir's), no more than two for
+// each slice of those Services that weir gave hints (one dropping stored hints, one adding
+// them), and no difference of those Services' slices is left unexplained; at the touch, that
+// means upstream's slices are then weir's. Any other difference stays unexplained.
+func classifyStartUpHints(st *step, pending map[string]bool, upstream, weir map[string]int, writes, states []difference, auto map[string]bool, weirState state) []difference {
+	services := auto
+	switch {
+	case st == nil:
+	case st.kind == stepTouchService && pending[st.name]:
+		services = map[string]bool{st.name: true}
+	default:
+		return writes
+	}
+	for _, d := range states {
+		if d.deviation == "" && services[serviceOf(d.slices)] {
+			return writes
+		}
+	}
+	hinted := 0
+	for key, slices := range weirState.slices {
+		if !services[serviceOf(key)] {
+			continue
+		}
+		for _, s := range slices {
+			if strings.Contains(s, `"forZones"`) {
+				hinted++
+			}
+		}
+	}
+	extra := upstream["endpointslices update"] - weir["endpointslices update"]
+	for i, d := range writes {
+		if d.deviation == "" && d.resource == "endpointslices" &&
+			upstream["endpointslices create"] == weir["endpointslices create"] &&
+			upstream["endpointslices delete"] == weir["endpointslices delete"] &&
+			extra > 0 && extra == d.upstreamWrites-d.weirWrites && extra <= 2*hinted {
+			writes[i].deviation = "D16"
+		}
+	}
+	return writes
+}
+
+// takeoverRestoresHints recognises D16 at the takeover: upstream, restarted over its own output
+// before weir takes it over, may sync a Service asking for hints (auto) before its topology
+// worker has run, dropping the hints of its slices with an update, and not sync it again. weir
+// taking over then writes the hints back. True when weir's writes are updates of slices only,
+// and each of its changes (diffs, upstream's restarted output against weir's) is of such a
+// Service's slices, which the restart left without any hint and which weir brought back to what
+// upstream had before its restart.
+func takeoverRestoresHints(diffs []difference, beforeRestart, restarted, weir state, auto map[string]bool, writes map[string]int) bool {
+	for k := range writes {
+		if k != "endpointslices update" {
+			return false
+		}
+	}
+	for _, d := range diffs {
+		if d.slices == "" || !auto[serviceOf(d.slices)] {
+			return false
+		}
+		if _, hinted := hintless(restarted.slices[d.slices]); hinted {
+			return false
+		}
+		if before, after := beforeRestart.content[d.slices], weir.content[d.slices]; before.sized != after.sized {
+			return false
+		}
+	}
+	return len(diffs) > 0
+}
+
+// serviceOf is the Service of a key of state.slices ("" for none).
+func serviceOf(key string) string { return strings.Split(key, "/")[0] }
+
+// hintless renders slices (as in state.slices) as contentOf does once every hint is removed,
+// and tells whether any endpoint had a zone hint.
+func hintless(slices []string) (content string, hinted bool) {
+	var shapes []sliceShape
+	for _, raw := range slices {
+		var shape sliceShape
+		if err := json.Unmarshal([]byte(raw), &shape); err != nil {
+			return "<" + err.Error() + ">", false
+		}
+		for i, e := range shape.Endpoints {
+			if e.Hints != nil && len(e.Hints.ForZones) > 0 {
+				hinted = true
+			}
+			shape.Endpoints[i].Hints = nil
+		}
+		shapes = append(shapes, shape)
+	}
+	return contentOf(shapes).sized, hinted
 }

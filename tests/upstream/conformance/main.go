@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -139,56 +138,73 @@ func run(o options, spec []*scenario) (passed, failed int, err error) {
 	var mu sync.Mutex
 	// Generated scenarios come first, then the spec's; each has its index, which names its
 	// namespaces.
-	indices := make(chan int)
 	scenarioAt := func(i int) *scenario {
 		if i < o.scenarios {
 			return generate(o.seed+uint64(i), o.topologyAuto)
 		}
 		return spec[i-o.scenarios]
 	}
-	var workers sync.WaitGroup
-	for range o.parallel {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for i := range indices {
-				s := scenarioAt(i)
-				observed := map[string]bool{}
-				r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i, observed)
-				mu.Lock()
-				for f := range s.features {
-					features[f]++
-				}
-				for f := range observed {
-					features[f]++
-				}
-				for _, d := range r.classified {
-					deviations[d]++
-				}
-				regrouped += r.regrouped
-				undetermined += r.undetermined
-				rewrites += r.rewrites
-				if r.err != nil {
-					failed++
-					fmt.Printf("FAIL %s: %v\n", s.label(), r.err)
-				} else {
-					passed++
-					fmt.Printf("ok   %s (%d services, %d pods, %d steps)\n", s.label(), len(s.services), len(s.pods), len(s.steps))
-				}
-				mu.Unlock()
-			}
-		}()
+	runOne := func(i int) {
+		s := scenarioAt(i)
+		observed := map[string]bool{}
+		r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i, observed)
+		mu.Lock()
+		defer mu.Unlock()
+		for f := range s.features {
+			features[f]++
+		}
+		for f := range observed {
+			features[f]++
+		}
+		for _, d := range r.classified {
+			deviations[d]++
+		}
+		regrouped += r.regrouped
+		undetermined += r.undetermined
+		rewrites += r.rewrites
+		if r.err != nil {
+			failed++
+			fmt.Printf("FAIL %s: %v\n", s.label(), r.err)
+		} else {
+			passed++
+			fmt.Printf("ok   %s (%d services, %d pods, %d steps)\n", s.label(), len(s.services), len(s.pods), len(s.steps))
+		}
 	}
+	// A scenario that changes what every scenario sees (a cluster-wide Node that denies
+	// topology-aware hints) runs alone, after the others.
+	var shared, alone []int
 	for i := range o.scenarios + len(spec) {
-		indices <- i
+		if i >= o.scenarios && spec[i-o.scenarios].alone {
+			alone = append(alone, i)
+		} else {
+			shared = append(shared, i)
+		}
 	}
-	close(indices)
-	workers.Wait()
+	runAll(shared, o.parallel, runOne)
+	runAll(alone, 1, runOne)
 	fmt.Printf("features covered (scenarios): %s\n", describeWrites(features))
 	fmt.Printf("listed deviations recognised: %s\n", describeWrites(deviations))
 	fmt.Printf("the same endpoints grouped into other slices (upstream's grouping is arbitrary, R4.12-R4.14): %d times; slice write counts not compared for it: %d\n", regrouped, undetermined)
 	fmt.Printf("takeovers that rewrote, changing nothing, what upstream rewrites on its own restart too: %d\n", rewrites)
 	return passed, failed, nil
+}
+
+// runAll runs each of indices through one, parallel at a time.
+func runAll(indices []int, parallel int, one func(int)) {
+	next := make(chan int)
+	var workers sync.WaitGroup
+	for range parallel {
+		workers.Go(func() {
+			for i := range next {
+				one(i)
+			}
+		})
+	}
+	for _, i := range indices {
+		next <- i
+	}
+	close(next)
+	workers.Wait()
 }
 
 type result struct {
@@ -244,6 +260,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if s.id != "" {
 		prefix = "spec-" + strings.ToLower(s.id)
 	}
+	if s.variant != "" {
+		prefix += "-" + s.variant
+	}
 	upNS, weirNS := prefix+"-upstream", prefix+"-weir"
 	if o.rival == "upstream" {
 		weirNS = prefix + "-upstream-again"
@@ -262,13 +281,13 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		}
 	}()
 	startBoth := func() (err error) {
-		if upstream, err = startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+".log")); err != nil {
+		if upstream, err = startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+".log"), s.tuning); err != nil {
 			return err
 		}
 		if o.rival == "upstream" {
-			weir, err = startControllers(o.harness, kubeconfig, weirNS, filepath.Join(dir, weirNS+".log"))
+			weir, err = startControllers(o.harness, kubeconfig, weirNS, filepath.Join(dir, weirNS+".log"), s.tuning)
 		} else {
-			weir, err = startWeir(o.weir, o.guest, kubeconfig, weirNS, dir, weirNS+".log")
+			weir, err = startWeir(o.weir, o.guest, kubeconfig, weirNS, dir, weirNS+".log", s.tuning)
 		}
 		return err
 	}
@@ -296,6 +315,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	for _, svc := range s.services {
 		auto[svc.Name] = asksForTopologyAwareHints(svc)
 	}
+	// pendingHints are the Services whose slices upstream left without hints at start-up (D16),
+	// until the touch of each confirms it.
+	var pendingHints map[string]bool
 	check := func(point string, st *step) error {
 		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
 			return err
@@ -322,7 +344,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			var raw []difference
 			raw, regrouped = compareStates(upState, weirState, unsized)
 			diffs = classifyNodeRemoval(st, classifyHandEdit(st, raw, handEdit, upState, unsized), auto, nodeRemoval, upState, unsized)
-			diffs = classifySliceLeaves(st, diffs)
+			diffs = classifyStartUpState(st, s.startLate, classifySliceLeaves(st, diffs), upState, weirState, auto)
 			if !hasUnexplained(diffs) || time.Now().After(settled) {
 				break
 			}
@@ -353,6 +375,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 				return err
 			}
 			writes = classifyOwnLabels(classifySliceLeaves(st, writes), ownLabels)
+			writes = classifyStartUpHints(st, pendingHints, upStep, weirStep, writes, diffs, auto, weirState)
 			diffs = append(diffs, classifyNodeRemoval(st, writes, auto, nodeRemoval, upState, unsized)...)
 		}
 		upBefore, weirBefore = upNow, weirNow
@@ -372,6 +395,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		}
 		r.regrouped += len(regrouped)
 		grouped = regrouped
+		if st == nil {
+			pendingHints = startUpPending(diffs)
+		}
 		handEdit = nil
 		if st != nil && st.kind == stepEditEndpoints {
 			handEdit = &handEditSync{service: st.name, weir: weirState,
@@ -425,6 +451,18 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err := check("the initial state", nil); err != nil {
 		return r.failed(err)
 	}
+	// D16: upstream's slices left without hints at start-up get them at the Service's next
+	// sync, which a touch brings.
+	for _, name := range unionKeys(pendingHints, nil) {
+		touch := step{kind: stepTouchService, name: name, touch: -1}
+		if err := applyToBoth(ctx, client, upNS, weirNS, touch); err != nil {
+			return r.failed(fmt.Errorf("the touch of %s after D16: %w", name, err))
+		}
+		if err := check(fmt.Sprintf("the touch of %s after D16", name), &touch); err != nil {
+			return r.failed(err)
+		}
+	}
+	pendingHints = nil
 	for n, st := range s.steps {
 		if err := applyToBoth(ctx, client, upNS, weirNS, st); err != nil {
 			return r.failed(fmt.Errorf("step %d (%s %s): %w", n+1, st.kind, st.name, err))
@@ -442,7 +480,11 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err := upstream.stop(); err != nil {
 		return r.failed(err)
 	}
-	restarted, err := startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+"-restart.log"))
+	beforeRestart, err := readState(ctx, client, upNS)
+	if err != nil {
+		return r.failed(err)
+	}
+	restarted, err := startControllers(o.harness, kubeconfig, upNS, filepath.Join(dir, upNS+"-restart.log"), s.tuning)
 	if err != nil {
 		return r.failed(err)
 	}
@@ -464,7 +506,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err := saveSlices(ctx, client, upNS, filepath.Join(dir, upNS+"-before-takeover.json")); err != nil {
 		return r.failed(err)
 	}
-	takeover, err := startWeir(o.weir, o.guest, kubeconfig, upNS, dir, upNS+"-takeover.log")
+	takeover, err := startWeir(o.weir, o.guest, kubeconfig, upNS, dir, upNS+"-takeover.log", s.tuning)
 	if err != nil {
 		return r.failed(err)
 	}
@@ -487,6 +529,10 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			return r.failed(err)
 		}
 		diffs, _ := compareStates(upstreamOutput, weirOutput, func(string) bool { return false })
+		if takeoverRestoresHints(diffs, beforeRestart, upstreamOutput, weirOutput, auto, writes) {
+			r.classified = append(r.classified, "D16")
+			return r
+		}
 		var changes []string
 		for _, d := range diffs {
 			changes = append(changes, d.what)
@@ -499,11 +545,14 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			if err := takeover.stop(); err != nil {
 				return r.failed(err)
 			}
-			again, err := restartedWrites(o.harness, kubeconfig, audit, o.quiet, upNS, filepath.Join(dir, upNS+"-again.log"))
+			again, err := restartedWrites(o.harness, kubeconfig, audit, o.quiet, upNS, filepath.Join(dir, upNS+"-again.log"), s.tuning)
 			if err != nil {
 				return r.failed(err)
 			}
-			if noMoreThan(perResource(writes), perResource(again)) {
+			// Upstream's own rewrites count whether or not the server stored them: its trigger
+			// time may or may not be stamped at a start (R4.27), so the same rewrite is a change
+			// in one start and none in the next.
+			if noMoreThan(perResource(writes), requestsPerResource(again)) {
 				r.rewrites++
 				return r
 			}
@@ -518,12 +567,12 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 
 // restartedWrites starts upstream's controllers on ns, waits for quiet, stops them, and returns
 // the writes they made.
-func restartedWrites(harness, kubeconfig string, audit *auditLog, quiet time.Duration, ns, logPath string) (map[string]int, error) {
+func restartedWrites(harness, kubeconfig string, audit *auditLog, quiet time.Duration, ns, logPath string, tuned tuning) (map[string]int, error) {
 	before, err := audit.counts(ns)
 	if err != nil {
 		return nil, err
 	}
-	controllers, err := startControllers(harness, kubeconfig, ns, logPath)
+	controllers, err := startControllers(harness, kubeconfig, ns, logPath, tuned)
 	if err != nil {
 		return nil, err
 	}
@@ -557,97 +606,4 @@ func hasUnexplained(diffs []difference) bool {
 		}
 	}
 	return false
-}
-
-// waitQuiet returns once the audit log shows no write in the namespaces for the quiet period.
-func waitQuiet(audit *auditLog, quiet time.Duration, namespaces ...string) error {
-	const limit = 2 * time.Minute
-	start := time.Now()
-	last, err := audit.activity(namespaces...)
-	if err != nil {
-		return err
-	}
-	lastChange := time.Now()
-	for time.Since(lastChange) < quiet {
-		if time.Since(start) > limit {
-			return fmt.Errorf("the controllers kept writing for %v", limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-		now, err := audit.activity(namespaces...)
-		if err != nil {
-			return err
-		}
-		if now != last {
-			last, lastChange = now, time.Now()
-		}
-	}
-	return nil
-}
-
-func cloneCounts(counts map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range counts {
-		out[k] = v
-	}
-	return out
-}
-
-func subtract(now, before map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range now {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
-// perResource sums counts ("endpoints update") per resource ("endpoints"), leaving out the
-// updates that changed nothing (see unchangedPerResource).
-func perResource(counts map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range counts {
-		if !strings.HasSuffix(k, unchangedSuffix) {
-			out[strings.Fields(k)[0]] += v
-		}
-	}
-	return out
-}
-
-// unchangedPerResource sums the updates that changed nothing per resource.
-func unchangedPerResource(counts map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range counts {
-		if strings.HasSuffix(k, unchangedSuffix) {
-			out[strings.Fields(k)[0]] += v
-		}
-	}
-	return out
-}
-
-// compareWrites compares the successful writes each side made for one change, per resource.
-// Updates that changed nothing are compared apart: weir never sends one (D15 of
-// docs/upstream-behaviour.md §18), so upstream's are D15 and any of weir's is a difference.
-func compareWrites(point string, upstream, weir map[string]int) []difference {
-	u, w := perResource(upstream), perResource(weir)
-	var diffs []difference
-	describe := func() string {
-		return fmt.Sprintf("for %s: upstream %s, weir %s", point, describeWrites(upstream), describeWrites(weir))
-	}
-	for _, resource := range unionKeys(u, w) {
-		if u[resource] != w[resource] {
-			diffs = append(diffs, difference{resource: resource, upstreamWrites: u[resource], weirWrites: w[resource],
-				what: fmt.Sprintf("%s writes %s", resource, describe())})
-		}
-	}
-	uu, wu := unchangedPerResource(upstream), unchangedPerResource(weir)
-	for _, resource := range unionKeys(uu, wu) {
-		d := difference{what: fmt.Sprintf("%s updates that changed nothing %s", resource, describe())}
-		if wu[resource] == 0 {
-			d.deviation = "D15"
-		}
-		diffs = append(diffs, d)
-	}
-	sort.Slice(diffs, func(i, j int) bool { return diffs[i].what < diffs[j].what })
-	return diffs
 }

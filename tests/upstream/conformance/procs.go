@@ -87,13 +87,48 @@ func (p *process) terminate() error {
 	}
 }
 
-// startControllers starts upstream's controllers scoped to ns and waits for their caches.
-func startControllers(harness, kubeconfig, ns, logPath string) (*process, error) {
+// tuning is what a scenario runs both sides with beyond their defaults, under
+// kube-controller-manager's flag names; a zero field leaves both sides' default (100 endpoints
+// per slice, batch period 0).
+type tuning struct {
+	maxEndpointsPerSlice int
+	batchPeriod          time.Duration
+}
+
+// harnessArgs are tuning as `kube-harness controllers` flags: the one batch period for both
+// controllers, as weir's one sync writes both outputs.
+func (t tuning) harnessArgs() []string {
+	var args []string
+	if t.maxEndpointsPerSlice != 0 {
+		args = append(args, "--max-endpoints-per-slice", fmt.Sprint(t.maxEndpointsPerSlice))
+	}
+	if t.batchPeriod != 0 {
+		args = append(args, "--endpoint-updates-batch-period", t.batchPeriod.String(),
+			"--endpointslice-updates-batch-period", t.batchPeriod.String())
+	}
+	return args
+}
+
+// weirArgs are tuning as `weir run` flags.
+func (t tuning) weirArgs() []string {
+	var args []string
+	if t.maxEndpointsPerSlice != 0 {
+		args = append(args, "--max-endpoints-per-slice", fmt.Sprint(t.maxEndpointsPerSlice))
+	}
+	if t.batchPeriod != 0 {
+		args = append(args, "--batch-period", fmt.Sprintf("%dms", t.batchPeriod.Milliseconds()))
+	}
+	return args
+}
+
+// startControllers starts upstream's controllers scoped to ns, tuned, and waits for their
+// caches.
+func startControllers(harness, kubeconfig, ns, logPath string, tuned tuning) (*process, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	command := exec.Command(harness, "controllers", "--kubeconfig", kubeconfig, "--namespace", ns)
+	command := exec.Command(harness, append([]string{"controllers", "--kubeconfig", kubeconfig, "--namespace", ns}, tuned.harnessArgs()...)...)
 	stderr, err := command.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -127,9 +162,9 @@ func startControllers(harness, kubeconfig, ns, logPath string) (*process, error)
 	}
 }
 
-// startWeir starts `weir run` scoped to ns with guest (empty: the default guest) and waits for
-// /readyz.
-func startWeir(weir, guest, kubeconfig, ns, dir, logName string) (*process, error) {
+// startWeir starts `weir run` scoped to ns with guest (empty: the default guest), tuned, and
+// waits for /readyz.
+func startWeir(weir, guest, kubeconfig, ns, dir, logName string, tuned tuning) (*process, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -151,6 +186,7 @@ func startWeir(weir, guest, kubeconfig, ns, dir, logName string) (*process, erro
 	if guest != "" {
 		command.Args = append(command.Args, "--guest", guest)
 	}
+	command.Args = append(command.Args, tuned.weirArgs()...)
 	// Scenarios run side by side: no HTTPS metrics listener on its fixed default port.
 	command.Env = append(os.Environ(), "WEIR_LOG=info", "WEIR_METRICS_SECURE=false")
 	command.Stdout = log

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -30,6 +31,14 @@ type scenario struct {
 	// these empty.
 	// id is the spec's scenario id (S04); empty for a generated scenario.
 	id string
+	// variant names one of several scenarios of one id (S33's maxima); empty when the id has
+	// one.
+	variant string
+	// tuning is what both sides run with beyond their defaults.
+	tuning tuning
+	// alone runs the scenario after every other, by itself: its Nodes change what every
+	// scenario on the harness sees.
+	alone bool
 	// startLate starts both controllers only once the initial state is stored, so that their
 	// first sync sees it whole, as the spec's scenarios state it, and its writes are compared.
 	startLate bool
@@ -44,6 +53,9 @@ type scenario struct {
 
 // label names the scenario in the report: its spec id, or its seed.
 func (s *scenario) label() string {
+	if s.variant != "" {
+		return s.id + " " + s.variant
+	}
 	if s.id != "" {
 		return s.id
 	}
@@ -65,6 +77,9 @@ type step struct {
 	ports  []corev1.ServicePort
 	ready  bool
 	pod    *podState // stepAddPod
+	// For stepAddPodsSpaced: the pods, and when each is added, from the first add on.
+	pods    []*podState
+	offsets []time.Duration
 	// touch is the value stepTouchService writes to the Service's annotation.
 	touch int
 	// The change of stepEditService, stepEditPod, stepEditPodStatus, stepEditNode, and of
@@ -105,17 +120,20 @@ const (
 	// An owned slice relabelled by its sliceEdit so that it leaves the controllers' hands
 	// (another manager): D8 of docs/upstream-behaviour.md §18.
 	stepSliceLeaves = "relabel-owned-slice-away"
+	// Pods added one after the other at set times within one step (a batch period's test).
+	stepAddPodsSpaced = "add-pods-spaced"
 )
 
 // Hand-edit markers, the same in both namespaces.
 const (
-	handEditLabel     = "conformance.weir.dev/hand-edited"
-	touchAnnotation   = "conformance.weir.dev/touched"
-	topologyModeKey   = "service.kubernetes.io/topology-mode"
-	foreignManager    = "another-controller.example.com"
-	upstreamSliceMgr  = "endpointslice-controller.k8s.io"
-	scenarioNodeZone  = "zone-b"
-	hostNetworkChance = 8
+	handEditLabel      = "conformance.weir.dev/hand-edited"
+	touchAnnotation    = "conformance.weir.dev/touched"
+	topologyModeKey    = "service.kubernetes.io/topology-mode"
+	deprecatedHintsKey = "service.kubernetes.io/topology-aware-hints"
+	foreignManager     = "another-controller.example.com"
+	upstreamSliceMgr   = "endpointslice-controller.k8s.io"
+	scenarioNodeZone   = "zone-b"
+	hostNetworkChance  = 8
 )
 
 // harnessNodes are created once for the whole run, since no kubelet registers any: ready Nodes
@@ -499,9 +517,13 @@ func cloneMap(m map[string]string) map[string]string {
 	return out
 }
 
-// asksForTopologyAwareHints reports whether svc's topology-mode annotation asks for
-// topology-aware hints (upstream-endpointslices.md R5.1).
+// asksForTopologyAwareHints reports whether svc's annotations ask for topology-aware hints
+// (upstream-endpointslices.md R5.1): the deprecated topology-aware-hints annotation when
+// present, else topology-mode.
 func asksForTopologyAwareHints(svc *corev1.Service) bool {
-	mode := svc.Annotations[topologyModeKey]
+	mode, ok := svc.Annotations[deprecatedHintsKey]
+	if !ok {
+		mode = svc.Annotations[topologyModeKey]
+	}
 	return mode == "Auto" || mode == "auto"
 }

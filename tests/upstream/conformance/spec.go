@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -58,6 +59,12 @@ func specIPv4(n int) string { return fmt.Sprintf("10.1.%d.%d", n/250, 1+n%250) }
 
 // pods adds n pods with §11's defaults (podN, the next free N), each changed by edit when given.
 func (b *specBuilder) pods(n int, edit func(i int, p *podState)) {
+	b.s.pods = append(b.s.pods, b.later(n, edit)...)
+}
+
+// later makes n pods as pods does, for a step to add.
+func (b *specBuilder) later(n int, edit func(i int, p *podState)) []*podState {
+	var out []*podState
 	for i := range n {
 		number := b.nextPod
 		b.nextPod++
@@ -71,8 +78,9 @@ func (b *specBuilder) pods(n int, edit func(i int, p *podState)) {
 		if edit != nil {
 			edit(i, p)
 		}
-		b.s.pods = append(b.s.pods, p)
+		out = append(out, p)
 	}
+	return out
 }
 
 // pod adds one pod (see pods).
@@ -92,6 +100,19 @@ func (b *specBuilder) step(steps ...step) { b.s.steps = append(b.s.steps, steps.
 func (b *specBuilder) node(suffix string, labels map[string]string) string {
 	name := strings.ToLower(b.s.id) + "-" + suffix
 	b.s.nodes = append(b.s.nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+	return name
+}
+
+// readyNode adds a ready Node of the scenario's own (see node) with allocatable CPU cpu ("" for
+// none); a Node's status is taken on create, as no kubelet reports it.
+func (b *specBuilder) readyNode(suffix string, labels map[string]string, cpu string) string {
+	name := b.node(suffix, labels)
+	node := b.s.nodes[len(b.s.nodes)-1]
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	node.Status.Allocatable = corev1.ResourceList{}
+	if cpu != "" {
+		node.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
 	return name
 }
 
@@ -136,13 +157,23 @@ func editService(svc string, edit func(*corev1.Service)) step {
 	return step{kind: stepEditService, name: svc, serviceEdit: edit}
 }
 
-// specCatalogue builds every spec scenario that a real cluster can express, in id order.
+// specCatalogue builds every spec scenario that a real cluster can express, in id order, one per
+// variant of an id that has several.
 func specCatalogue() []*scenario {
 	var out []*scenario
 	for _, c := range specCases {
-		b := newSpec(c.id)
-		c.build(b)
-		out = append(out, b.s)
+		variants := specVariants[c.id]
+		if len(variants) == 0 {
+			variants = []string{""}
+		}
+		for _, v := range variants {
+			b := newSpec(c.id)
+			if v != "" {
+				b.s.variant, b.s.node = v, b.s.node+"-"+v
+			}
+			c.build(b)
+			out = append(out, b.s)
+		}
 	}
 	return out
 }
@@ -151,6 +182,15 @@ func specCatalogue() []*scenario {
 type specCase struct {
 	id    string
 	build func(b *specBuilder)
+}
+
+// specVariants are, for an id that states several scenarios (S33's maxima, S90's Nodes, S98's
+// batch periods), their names: each is built by the case's build with b.s.variant set, and its name
+// is part of its namespaces' names.
+var specVariants = map[string][]string{
+	"S33": {"max-50", "max-80", "max-150", "max-250", "max-500"},
+	"S90": {"node-without-zone", "node-without-cpu", "control-plane-node-without-zone"},
+	"S98": {"period-1s", "period-1s-late-add", "period-0"},
 }
 
 // selectSpec returns the spec scenarios that selection names: "all", ids separated by commas,
@@ -163,15 +203,15 @@ func selectSpec(selection string) ([]*scenario, error) {
 	if selection == "all" {
 		return all, nil
 	}
-	byID := map[string]*scenario{}
+	byID := map[string][]*scenario{}
 	for _, s := range all {
-		byID[s.id] = s
+		byID[s.id] = append(byID[s.id], s)
 	}
 	var out []*scenario
 	for _, id := range strings.Split(selection, ",") {
 		id = strings.ToUpper(strings.TrimSpace(id))
 		if s, ok := byID[id]; ok {
-			out = append(out, s)
+			out = append(out, s...)
 			continue
 		}
 		if reason, ok := notExpressible[id]; ok {

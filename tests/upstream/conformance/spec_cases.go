@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -12,16 +14,13 @@ var notExpressible = map[string]string{
 	"S10": "the API server always stores spec.ipFamilies of a Service with a cluster IP (defaulted from it), so the rule that reads the cluster IP when ipFamilies is empty (R2.2) is never reached",
 	"S11": "the API server always stores spec.ipFamilies of a headless Service with a selector, so the empty-ipFamilies rule (R2.2) is never reached",
 	"S14": "the API server refuses a pod IP with leading zeros (status.podIPs: must not have leading 0s)",
-	"S33": "needs --max-endpoints-per-slice other than 100 on both sides; kube-harness controllers runs kube-controller-manager's default and has no flag for it (tests/upstream/controllers.go)",
 	"S62": "the API server refuses a change of spec.clusterIP between an address and None (the field is immutable)",
 	"S67": "the API server refuses an EndpointSlice of address type IP (discovery.k8s.io/v1 allows IPv4, IPv6 and FQDN)",
 	"S74": "needs the controller's slice tracker ahead of its informer cache; nothing outside the process can hold a cache stale",
 	"S75": "needs the controller's slice tracker to disagree with its informer cache; nothing outside the process can hold a cache stale",
-	"S79": "needs the PreferSameTrafficDistribution feature gate off; the harness runs v1.36's defaults, where it is on",
+	"S79": "needs the PreferSameTrafficDistribution feature gate off; in v1.36 it is GA and locked on, so no --feature-gates can turn it off",
 	"S82": "the API server refuses a trafficDistribution value other than PreferClose, PreferSameZone and PreferSameNode",
-	"S90": "needs a ready Node without a zone or CPU, which is cluster-wide: it would deny topology-aware hints to every scenario running beside it on the shared harness",
 	"S92": "an informer resync (an update event with an unchanged resourceVersion) happens inside the controller; no API request produces one",
-	"S98": "needs batch periods other than 0 on upstream's side (kube-harness controllers has no flag), and its period-0 write counts depend on when each sync runs",
 }
 
 // specCases are the scenarios of §11 that a real cluster can express, in id order. A comment
@@ -127,6 +126,12 @@ var specCases = []specCase{
 		b.store(storedSlice{service: "foo", pods: podNames(0, 2)})
 	}},
 	{"S32", func(b *specBuilder) { b.service("foo"); b.pods(250, nil) }},
+	// One scenario per maximum, both sides run with it (--max-endpoints-per-slice).
+	{"S33", func(b *specBuilder) {
+		b.s.tuning.maxEndpointsPerSlice = s33Maxima[b.s.variant]
+		b.service("foo")
+		b.pods(250, nil)
+	}},
 	{"S34", func(b *specBuilder) {
 		b.service("foo")
 		b.pods(250, nil)
@@ -387,11 +392,10 @@ var specCases = []specCase{
 		b.service("foo-b", trafficDistribution("PreferSameZone"))
 		b.pods(6, spread(1, 3, 2))
 	}},
-	// Its point is the allocation of hints, a state; the controllers start first, as in S89,
-	// since upstream started over an Auto Service without slices may write twice (F5).
+	// Started over an Auto Service without a slice, upstream may write it twice where weir
+	// writes it once (D16 of docs/upstream-behaviour.md §18, which the run recognises).
 	{"S80", func(b *specBuilder) {
-		b.s.startLate = false
-		b.service("foo", trafficDistribution("PreferClose"), withAnnotations(map[string]string{"service.kubernetes.io/topology-aware-hints": "Auto"}))
+		b.service("foo", trafficDistribution("PreferClose"), withAnnotations(map[string]string{deprecatedHintsKey: "Auto"}))
 		b.pods(6, spread(2, 2, 2))
 	}},
 	{"S81", func(b *specBuilder) {
@@ -422,26 +426,37 @@ var specCases = []specCase{
 	{"S86", func(b *specBuilder) { zonesFourThreeTwo(b, "Auto") }},
 	{"S87", func(b *specBuilder) { zonesFourThreeTwo(b, "disabled") }},
 	// The two annotations with different values are not expressible: the API server refuses a
-	// Service whose topology-mode and topology-aware-hints annotations differ. The controllers
-	// start first, as in S80.
+	// Service whose topology-mode and topology-aware-hints annotations differ. D16 as in S80.
 	{"S88", func(b *specBuilder) {
-		b.s.startLate = false
-		const legacy = "service.kubernetes.io/topology-aware-hints"
-		b.service("foo", withAnnotations(map[string]string{topologyModeKey: "auto", legacy: "auto"}))
-		b.service("foo-b", withAnnotations(map[string]string{legacy: "auto"}))
+		b.service("foo", withAnnotations(map[string]string{topologyModeKey: "auto", deprecatedHintsKey: "auto"}))
+		b.service("foo-b", withAnnotations(map[string]string{deprecatedHintsKey: "auto"}))
 		b.service("foo-c", withAnnotations(map[string]string{topologyModeKey: "AUTO"}))
 		b.service("foo-d", withAnnotations(map[string]string{topologyModeKey: "aUto"}))
 		b.pods(9, spread(4, 3, 2))
 	}},
-	// The events of the scenario are not compared. Its point is the annotation's removal, so
-	// the controllers start first and the initial state arrives as it does in a generated
-	// scenario: started on it, upstream writes the slice a second time (open finding F5 of
-	// docs/real-kubernetes.md).
+	// The events of the scenario are not compared. D16 as in S80.
 	{"S89", func(b *specBuilder) {
-		b.s.startLate = false
 		b.service("foo", withAnnotations(map[string]string{topologyModeKey: "Auto"}))
 		b.pods(9, spread(3, 3, 3))
 		b.step(editService("foo", withAnnotations(nil)))
+	}},
+	// One scenario per Node: a ready one without a zone, one without allocatable CPU (both deny
+	// hints), and a control-plane one without either (left out, so hints stay). The Node is
+	// cluster-wide and would deny hints to every scenario beside it, so the scenario runs alone.
+	// The Warning is not compared; the hints removed are.
+	{"S90", func(b *specBuilder) {
+		b.s.alone = true
+		switch b.s.variant {
+		case "node-without-zone":
+			b.readyNode(b.s.variant, nil, "4")
+		case "node-without-cpu":
+			b.readyNode(b.s.variant, map[string]string{corev1.LabelTopologyZone: "zone-a"}, "")
+		default:
+			b.readyNode(b.s.variant, map[string]string{"node-role.kubernetes.io/control-plane": ""}, "")
+		}
+		b.service("foo", withAnnotations(map[string]string{topologyModeKey: "auto"}))
+		b.pods(6, spread(2, 2, 2))
+		b.store(storedSlice{service: "foo", pods: podNames(0, 6), edit: zoneHints})
 	}},
 	// The trigger-time annotation's value is left out of every comparison (a timestamp), and
 	// with it whether a write keeps it: this checks the writes of the later sync.
@@ -485,4 +500,29 @@ var specCases = []specCase{
 			n.Labels = map[string]string{corev1.LabelTopologyZone: "zone-late"}
 		}}, touch("foo", 2))
 	}},
+	// One scenario per batch period, both sides run with it (kube-controller-manager's two
+	// --*-updates-batch-period flags, weir's --batch-period): three pods added in one step at
+	// the times given. Where §11 adds the third at t + 1.1 s, the late variant adds it at
+	// t + 1.5 s: past the batch's sync at t + 1 s with a margin that a loaded machine's
+	// scheduling needs, the same rule (R1.18: the sync took the batch; a later add starts a
+	// new one).
+	{"S98", func(b *specBuilder) {
+		b.service("foo")
+		v := s98Variants[b.s.variant]
+		b.s.tuning.batchPeriod = v.period
+		b.step(step{kind: stepAddPodsSpaced, name: "foo", pods: b.later(len(v.offsets), nil), offsets: v.offsets})
+	}},
+}
+
+// s33Maxima are S33's maxima per variant.
+var s33Maxima = map[string]int{"max-50": 50, "max-80": 80, "max-150": 150, "max-250": 250, "max-500": 500}
+
+// s98Variants are S98's batch periods and pod add times per variant.
+var s98Variants = map[string]struct {
+	period  time.Duration
+	offsets []time.Duration
+}{
+	"period-1s":          {time.Second, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}},
+	"period-1s-late-add": {time.Second, []time.Duration{0, 100 * time.Millisecond, 1500 * time.Millisecond}},
+	"period-0":           {0, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}},
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -99,8 +100,8 @@ func TestSpecScenariosAreWellFormed(t *testing.T) {
 				}
 			}
 		}
-		if s.label() != s.id {
-			t.Errorf("%s: reported as %q", s.id, s.label())
+		if want := strings.TrimSpace(s.id + " " + s.variant); s.label() != want {
+			t.Errorf("%s: reported as %q, want %q", s.id, s.label(), want)
 		}
 		for i, st := range s.steps {
 			if st.kind == stepSliceLeaves && i != len(s.steps)-1 {
@@ -115,8 +116,12 @@ func TestSelectSpec(t *testing.T) {
 		t.Errorf(`selectSpec("") = %v, %v; want none`, got, err)
 	}
 	all, err := selectSpec("all")
-	if err != nil || len(all) != len(specCases) {
-		t.Fatalf("selectSpec(all) = %d scenarios, %v; want %d", len(all), err, len(specCases))
+	want := 0
+	for _, c := range specCases {
+		want += max(1, len(specVariants[c.id]))
+	}
+	if err != nil || len(all) != want {
+		t.Fatalf("selectSpec(all) = %d scenarios, %v; want %d", len(all), err, want)
 	}
 	two, err := selectSpec("S04, s19")
 	if err != nil || len(two) != 2 || two[0].id != "S04" || two[1].id != "S19" {
@@ -268,5 +273,49 @@ func TestUncontestedWrites(t *testing.T) {
 	}
 	if got := uncontestedWrites(&step{kind: stepTouchService, name: "foo"}, counts); got["endpoints delete"] != 1 {
 		t.Errorf("at another step: %v, want every write", got)
+	}
+}
+
+// Each variant of an id is its own scenario, built with its own setting, in namespaces and on a
+// Node of its own.
+func TestSpecVariantsAreBuiltWithTheirSettings(t *testing.T) {
+	scenarios, err := selectSpec("S33,S90,S98")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scenarios) != len(specVariants["S33"])+len(specVariants["S90"])+len(specVariants["S98"]) {
+		t.Fatalf("%d scenarios for S33, S90 and S98", len(scenarios))
+	}
+	nodes := map[string]bool{}
+	for _, s := range scenarios {
+		if nodes[s.node] {
+			t.Errorf("%s: Node %s shared with another variant", s.label(), s.node)
+		}
+		nodes[s.node] = true
+		switch s.id {
+		case "S33":
+			if s.tuning.maxEndpointsPerSlice != s33Maxima[s.variant] || s.tuning.maxEndpointsPerSlice == 0 {
+				t.Errorf("%s: runs with at most %d endpoints per slice", s.label(), s.tuning.maxEndpointsPerSlice)
+			}
+		case "S90":
+			if !s.alone || len(s.nodes) != 1 {
+				t.Errorf("%s: alone %v with %d Nodes of its own; want alone with one", s.label(), s.alone, len(s.nodes))
+			}
+		case "S98":
+			v := s98Variants[s.variant]
+			if len(s.steps) != 1 || len(s.steps[0].pods) != 3 || len(s.steps[0].offsets) != 3 || s.tuning.batchPeriod != v.period {
+				t.Errorf("%s: steps %+v, batch period %v", s.label(), s.steps, s.tuning.batchPeriod)
+			}
+		}
+	}
+	args := tuning{maxEndpointsPerSlice: 80, batchPeriod: time.Second}
+	if got := strings.Join(args.harnessArgs(), " "); got != "--max-endpoints-per-slice 80 --endpoint-updates-batch-period 1s --endpointslice-updates-batch-period 1s" {
+		t.Errorf("kube-harness flags %q", got)
+	}
+	if got := strings.Join(args.weirArgs(), " "); got != "--max-endpoints-per-slice 80 --batch-period 1000ms" {
+		t.Errorf("weir flags %q", got)
+	}
+	if len(tuning{}.harnessArgs())+len(tuning{}.weirArgs()) != 0 {
+		t.Error("no tuning passes flags")
 	}
 }
