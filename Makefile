@@ -69,16 +69,21 @@ policies: wasm-target tools
 PY_POLICIES := $(patsubst guest/examples/%/python/policy.py,%,$(wildcard guest/examples/*/python/policy.py))
 JS_POLICIES := $(patsubst guest/examples/%/js/policy.ts,%,$(wildcard guest/examples/*/js/policy.ts))
 HOOKS_WIT := wit/hooks/v0.1
+# The limits the Python and JS guests ask for (docs/policy-authoring.md, section 5): at 1,000
+# pods a call takes about 0.1 s in Python and 0.5 s in JavaScript on a release weir
+# (docs/performance.md), over the 100 ms default.
+PY_POLICY_LIMITS := --deadline 1s --memory-mib 128
+JS_POLICY_LIMITS := --deadline 2s --memory-mib 128
 policies: $(PY_POLICIES:%=target/policies/%-python.wasm) $(JS_POLICIES:%=target/policies/%-js.wasm)
 target/policies/%-python.wasm: guest/examples/%/python/policy.py $(wildcard guest/python/weir_policy/*.py) $(HOOKS_WIT)/hooks.wit | weir-bin
 	@mkdir -p target/policies/hooks
 	componentize-py -d $(HOOKS_WIT) -w hooks componentize -p $(<D) -p guest/python \
 		weir_policy.component -o target/policies/hooks/$*-python.wasm
-	$(WEIR_BIN) policy build target/policies/hooks/$*-python.wasm -o $@
+	$(WEIR_BIN) policy build target/policies/hooks/$*-python.wasm -o $@ $(PY_POLICY_LIMITS)
 target/policies/%-js.wasm: guest/examples/%/js/policy.ts guest/js/src/weir-policy.ts guest/js/build.mjs $(HOOKS_WIT)/hooks.wit guest/js/node_modules/.package-lock.json | weir-bin
 	@mkdir -p target/policies/hooks
 	node guest/js/build.mjs $< -o target/policies/hooks/$*-js.wasm
-	$(WEIR_BIN) policy build target/policies/hooks/$*-js.wasm -o $@
+	$(WEIR_BIN) policy build target/policies/hooks/$*-js.wasm -o $@ $(JS_POLICY_LIMITS)
 # componentize-js, jco and rolldown at the versions of guest/js/package-lock.json; npm's cache
 # makes later installs offline.
 guest/js/node_modules/.package-lock.json: guest/js/package-lock.json

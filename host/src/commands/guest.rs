@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use weir::oci::{GuestRef, SigningKey};
-use weir::runtime::{Builtin, Limits, LoadError, Runtime, WIT_PACKAGES, digest};
+use weir::runtime::{Builtin, Limits, LoadError, Runtime, WIT_PACKAGES, digest, limits};
 
 use super::registry::TransportArgs;
 
@@ -36,7 +36,8 @@ enum Command {
     },
     /// Describe a component: digest, size, the contract version and world it targets
     /// (`weir:endpoints@0.2.0` for Endpoints and EndpointSlices, `@0.1.0` for Endpoints only),
-    /// whether this weir can run it, and its imports and exports.
+    /// whether this weir can run it, the limits it asks for itself (`weir policy limits`), and
+    /// its imports and exports.
     ///
     /// Exits 0 when this weir can load it as a guest, 1 when it is a component this weir
     /// cannot run (the reason is printed), 2 when the file cannot be read or is not a
@@ -275,6 +276,16 @@ fn info(path: &Path) -> anyhow::Result<ExitCode> {
                 WIT_PACKAGES.join(" and ")
             )?,
             Err(e) => writeln!(out, "compatible: no: {e}")?,
+        }
+        match limits::requested(&bytes) {
+            Ok(Some(requested)) => {
+                writeln!(out, "limits:     {requested} (its own weir-limits section)")?
+            }
+            Ok(None) => writeln!(
+                out,
+                "limits:     none of its own (runs under --guest-deadline and --guest-memory-mib)"
+            )?,
+            Err(e) => writeln!(out, "limits:     unusable: {e}")?,
         }
         writeln!(out, "imports:")?;
         for (name, kind) in &imports {

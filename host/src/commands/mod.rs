@@ -68,6 +68,19 @@ pub fn exit_code_of(
     }
 }
 
+/// Most MiB a guest's memory limit may name: the pooling allocator reserves 4 GiB per memory.
+const MAX_MIB: usize = 4096;
+
+/// A clap value parser for a memory size in MiB, 1 to [`MAX_MIB`].
+pub fn mib(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_MIB).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of MiB from 1 to {MAX_MIB}"
+        )),
+    }
+}
+
 /// Which guest to run, and its limits.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GuestArgs {
@@ -88,9 +101,22 @@ pub struct GuestArgs {
     pub guest_deadline: Duration,
 
     /// Most memory one guest call may use, in MiB: all its linear memories and tables
-    /// together.
-    #[arg(long, env = "WEIR_GUEST_MEMORY_MIB", default_value_t = 64)]
+    /// together. 1 to 4096.
+    #[arg(long, env = "WEIR_GUEST_MEMORY_MIB", default_value_t = 64, value_parser = mib)]
     pub guest_memory_mib: usize,
+
+    /// The longest deadline a guest may ask for itself (the `weir-limits` section that `weir
+    /// policy build --deadline` writes); a guest asking for more is refused (at start, exit 2;
+    /// at a swap, the active guest keeps serving). A guest that asks for nothing runs under
+    /// --guest-deadline. More than 0, at most 60s.
+    #[arg(long, env = "WEIR_GUEST_MAX_DEADLINE", default_value = "2s", value_name = "DURATION", value_parser = duration::within(duration::Min::AboveZero, duration::secs(60)))]
+    pub guest_max_deadline: Duration,
+
+    /// The most memory, in MiB, a guest may ask for itself (`weir policy build
+    /// --memory-mib`); a guest asking for more is refused. A guest that asks for nothing
+    /// runs under --guest-memory-mib. 1 to 4096.
+    #[arg(long, env = "WEIR_GUEST_MAX_MEMORY_MIB", default_value_t = 512, value_parser = mib)]
+    pub guest_max_memory_mib: usize,
 
     #[command(flatten)]
     pub registry: registry::RegistryArgs,
@@ -102,6 +128,8 @@ impl GuestArgs {
         Limits {
             deadline: self.guest_deadline,
             memory: self.guest_memory_mib << 20,
+            max_deadline: self.guest_max_deadline,
+            max_memory: self.guest_max_memory_mib << 20,
             ..Limits::default()
         }
     }

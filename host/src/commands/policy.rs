@@ -5,6 +5,9 @@ use std::process::{Command as Process, ExitCode};
 
 use anyhow::{Context, bail};
 use weir::runtime::hooks::{self, HOOKS_ENGINE, HOOKS_INTERFACE};
+use weir::runtime::{Limits, Requested, limits};
+
+use super::duration;
 
 /// Work with endpoint policies.
 #[derive(clap::Args, Debug)]
@@ -25,6 +28,9 @@ enum Command {
     /// `weir test` and the swap watcher. The composition is `wac plug` (`make tools` installs
     /// wac).
     ///
+    /// A language runtime needs more than a Rust guest: `--deadline` and `--memory-mib` write
+    /// the guest's own limits into it (see `weir policy limits`).
+    ///
     /// Exits 0 when the guest is written, 2 when HOOKS cannot be read or composed (not a
     /// component, no hooks export, hooks of another contract), wac does not run, or the
     /// output cannot be written.
@@ -39,13 +45,71 @@ enum Command {
         /// The `wac` program that composes (from the crate wac-cli).
         #[arg(long, env = "WEIR_WAC", value_name = "PATH", default_value = "wac")]
         wac: PathBuf,
+
+        #[command(flatten)]
+        limits: LimitsArgs,
     },
+    /// Set the limits a guest asks for itself, or with neither flag remove them.
+    ///
+    /// The limits are a `weir-limits` custom section of the component (JSON: `deadline`,
+    /// `memory-mib`), so they travel with the guest (file, ConfigMap, OCI artifact) and its
+    /// digest covers them. weir grants them when it loads the guest, raising
+    /// `--guest-deadline` and `--guest-memory-mib` (never lowering them), up to the operator's
+    /// `--guest-max-deadline` (2s by default) and `--guest-max-memory-mib` (512); a guest asking
+    /// for more is refused. `weir guest info` shows them.
+    ///
+    /// Exits 0 when the guest is written, 2 when GUEST cannot be read, is not a component or
+    /// the output cannot be written.
+    Limits {
+        /// The guest component (`.wasm`).
+        guest: PathBuf,
+
+        /// Where to write it (may be GUEST itself).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+
+        #[command(flatten)]
+        limits: LimitsArgs,
+    },
+}
+
+/// The limits a guest asks for.
+#[derive(clap::Args, Debug, Clone, Copy)]
+struct LimitsArgs {
+    /// The deadline the guest's calls need (instantiation included), granted when it is above
+    /// the operator's --guest-deadline. More than 0, at most 60s.
+    #[arg(long, value_name = "DURATION", value_parser = duration::within(duration::Min::AboveZero, duration::secs(60)))]
+    deadline: Option<std::time::Duration>,
+
+    /// The memory one call of the guest needs, in MiB, granted when it is above the operator's
+    /// --guest-memory-mib. 1 to 4096.
+    #[arg(long, value_name = "MIB", value_parser = super::mib)]
+    memory_mib: Option<usize>,
+}
+
+impl LimitsArgs {
+    fn requested(self) -> Requested {
+        Requested {
+            deadline: self.deadline,
+            memory_mib: self.memory_mib,
+        }
+    }
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
     let result = match args.command {
-        Command::Build { hooks, output, wac } => build(&hooks, &output, &wac),
+        Command::Build {
+            hooks,
+            output,
+            wac,
+            limits,
+        } => build(&hooks, &output, &wac, limits.requested()),
+        Command::Limits {
+            guest,
+            output,
+            limits,
+        } => set_limits(&guest, &output, limits.requested()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -56,7 +120,7 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-fn build(hooks_path: &Path, output: &Path, wac: &Path) -> anyhow::Result<()> {
+fn build(hooks_path: &Path, output: &Path, wac: &Path, requested: Requested) -> anyhow::Result<()> {
     let bytes = std::fs::read(hooks_path)
         .with_context(|| format!("cannot read {}", hooks_path.display()))?;
     hooks::check_hooks(&bytes)
@@ -95,15 +159,60 @@ fn build(hooks_path: &Path, output: &Path, wac: &Path) -> anyhow::Result<()> {
         }
         bail!("{} plug failed ({}): {said}", wac.display(), run.status);
     }
+    if !requested.is_empty() {
+        let bytes = std::fs::read(&composed)
+            .with_context(|| format!("cannot read {}", composed.display()))?;
+        let bytes = limits::with_requested(&bytes, &requested)
+            .with_context(|| format!("{} composed", hooks_path.display()))?;
+        std::fs::write(&composed, bytes)
+            .with_context(|| format!("cannot write {}", composed.display()))?;
+    }
     std::fs::rename(&composed, output)
         .with_context(|| format!("cannot write {}", output.display()))?;
     let size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
     println!(
-        "wrote {} ({size} bytes): {} composed with weir's engine, a weir:endpoints@0.2.0 guest",
+        "wrote {} ({size} bytes): {} composed with weir's engine, a weir:endpoints@0.2.0 guest{}",
         output.display(),
-        hooks_path.display()
+        hooks_path.display(),
+        asking(&requested)
     );
     Ok(())
+}
+
+fn set_limits(guest: &Path, output: &Path, requested: Requested) -> anyhow::Result<()> {
+    let bytes = std::fs::read(guest).with_context(|| format!("cannot read {}", guest.display()))?;
+    let bytes =
+        limits::with_requested(&bytes, &requested).with_context(|| guest.display().to_string())?;
+    // The whole file at once into a scratch file, then renamed: a guest watched by `weir run`
+    // never shows up half written, and GUEST may be the output.
+    let scratch = Scratch::next_to(output);
+    let written = scratch.path("limits");
+    std::fs::write(&written, &bytes)
+        .with_context(|| format!("cannot write {}", written.display()))?;
+    std::fs::rename(&written, output)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    println!(
+        "wrote {} ({} bytes){}",
+        output.display(),
+        bytes.len(),
+        asking(&requested)
+    );
+    Ok(())
+}
+
+/// How the build line ends: what the guest asks for, and a warning when weir's default
+/// ceilings would refuse it.
+fn asking(requested: &Requested) -> String {
+    if requested.is_empty() {
+        return ", asking for no limits of its own".into();
+    }
+    let mut text = format!(", asking for {requested}");
+    if let Err(e) = Limits::default().grant(requested) {
+        text.push_str(&format!(
+            " (note: weir's default ceilings refuse it: {e}; the operator must raise them)"
+        ));
+    }
+    text
 }
 
 /// Files next to the output for one build, removed when it ends.

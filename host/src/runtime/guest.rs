@@ -22,6 +22,8 @@ pub(super) struct GuestInner {
     pub(super) runtime: Runtime,
     pub(super) digest: String,
     pub(super) size: usize,
+    /// The operator's defaults, raised to what the guest's `weir-limits` section asks for.
+    pub(super) limits: Limits,
 }
 
 /// A loaded guest: cheap to clone, safe to call from many tasks at once. It keeps its
@@ -51,9 +53,10 @@ impl Guest {
         self.inner.size
     }
 
-    /// The limits every call runs under.
+    /// The limits every call of this guest runs under: the operator's defaults, raised to what
+    /// the guest asks for in its `weir-limits` section (within the ceilings).
     pub fn limits(&self) -> Limits {
-        self.inner.runtime.limits()
+        self.inner.limits
     }
 
     /// Marks this guest as the active one in `metrics`.
@@ -86,10 +89,10 @@ impl Guest {
         let runtime = &self.inner.runtime;
         let key = format!("{}/{}", request.namespace, request.name);
         match &self.inner.pre {
-            Pre::V0_1(pre) => v0_1::call(runtime, pre, &key, request).await,
+            Pre::V0_1(pre) => v0_1::call(runtime, self.limits(), pre, &key, request).await,
             Pre::V0_2(pre) => {
                 let (result, timing) = runtime
-                    .sandboxed(&key, async |store, instantiated| {
+                    .sandboxed(self.limits(), &key, async |store, instantiated| {
                         let instance = pre.instantiate_async(&mut *store).await?;
                         *instantiated = Some(Instant::now());
                         instance.call_reconcile(&mut *store, request).await
@@ -116,11 +119,15 @@ impl Guest {
         let (result, _) = self
             .inner
             .runtime
-            .sandboxed("weir/validate-config", async |store, instantiated| {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                *instantiated = Some(Instant::now());
-                instance.call_validate_config(&mut *store, config).await
-            })
+            .sandboxed(
+                self.limits(),
+                "weir/validate-config",
+                async |store, instantiated| {
+                    let instance = pre.instantiate_async(&mut *store).await?;
+                    *instantiated = Some(Instant::now());
+                    instance.call_validate_config(&mut *store, config).await
+                },
+            )
             .await;
         result?.map_err(CallError::Guest)
     }

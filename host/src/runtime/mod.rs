@@ -7,6 +7,7 @@ pub mod cache;
 mod guest;
 pub mod health;
 pub mod hooks;
+pub mod limits;
 mod sandbox;
 mod v0_1;
 
@@ -23,6 +24,7 @@ pub use active::{Active, ActiveGuest};
 use cache::CompileCache;
 pub use guest::Guest;
 use guest::{GuestInner, Pre, blocking, describe};
+pub use limits::{Limits, LimitsError, Requested};
 use sandbox::CallState;
 
 /// The WIT packages this host implements, newest first; a guest targets one of them.
@@ -81,27 +83,6 @@ pub struct CacheStats {
 
 pub use builtin::{Builtin, CEL_GUEST, DEFAULT_GUEST};
 
-/// Limits applied to every guest call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Wall-clock budget of one call, instantiation included.
-    pub deadline: Duration,
-    /// Most bytes one call's store may hold in linear memories and tables together.
-    pub memory: usize,
-    /// Most addresses (ready and not ready) a decision may carry.
-    pub max_addresses: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            deadline: Duration::from_millis(100),
-            memory: 64 << 20,
-            max_addresses: 10_000,
-        }
-    }
-}
-
 /// Why a component cannot become a guest.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -125,6 +106,10 @@ pub enum LoadError {
     /// The engine could not be set up (for example, the compile cache directory is unusable).
     #[error("cannot set up the guest engine: {0}")]
     Engine(String),
+    /// The component's own limits (its `weir-limits` section) are unreadable or beyond the
+    /// operator's ceilings.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
 }
 
 /// Why one guest call produced no decision. Each fails only the key being reconciled.
@@ -189,7 +174,13 @@ pub fn pooled(limits: Limits) -> Config {
         .total_memories(memories * POOL_SLOTS)
         .total_tables(tables * POOL_SLOTS)
         .total_stacks(POOL_SLOTS)
-        .max_memory_size(limits.memory.clamp(64 << 20, 4 << 30))
+        // Room for the most a guest may ask for, not only the default.
+        .max_memory_size(
+            limits
+                .memory
+                .max(limits.max_memory)
+                .clamp(64 << 20, 4 << 30),
+        )
         .max_memories_per_module(memories)
         .max_tables_per_module(tables)
         .linear_memory_keep_resident(KEEP_RESIDENT)
@@ -330,7 +321,7 @@ impl Runtime {
         &self.shared.engine
     }
 
-    /// The per-call limits.
+    /// The per-call limits of a guest that asks for none of its own, and the ceilings.
     pub fn limits(&self) -> Limits {
         self.shared.limits
     }
@@ -385,6 +376,10 @@ impl Runtime {
         component: Component,
         bytes: &[u8],
     ) -> Result<Guest, LoadError> {
+        let limits = match limits::requested(bytes)? {
+            Some(requested) => self.limits().grant(&requested)?,
+            None => self.limits(),
+        };
         let world = check_world(self.engine(), &component)?;
         let pre = self
             .shared
@@ -402,12 +397,15 @@ impl Runtime {
                 runtime: self.clone(),
                 digest: digest(bytes),
                 size: bytes.len(),
+                limits,
             }),
         };
         let (result, _) = self
-            .sandboxed("weir/load-check", async |store, _| match &guest.inner.pre {
-                Pre::V0_1(pre) => pre.instantiate_async(store).await.map(drop),
-                Pre::V0_2(pre) => pre.instantiate_async(store).await.map(drop),
+            .sandboxed(limits, "weir/load-check", async |store, _| {
+                match &guest.inner.pre {
+                    Pre::V0_1(pre) => pre.instantiate_async(store).await.map(drop),
+                    Pre::V0_2(pre) => pre.instantiate_async(store).await.map(drop),
+                }
             })
             .await;
         result.map_err(|e| LoadError::Instantiate(e.to_string()))?;
@@ -415,8 +413,7 @@ impl Runtime {
     }
 
     /// A store for one call about `key`, with the memory limits and the deadline armed.
-    fn store(&self, key: &str) -> Store<CallState> {
-        let limits = self.limits();
+    fn store(&self, limits: Limits, key: &str) -> Store<CallState> {
         let mut store = Store::new(self.engine(), CallState::new(key, limits));
         store.limiter(|state| state);
         // Check the clock at every epoch tick: past the deadline the guest traps; before it,
@@ -433,8 +430,8 @@ impl Runtime {
         store
     }
 
-    /// Runs one guest call, `body`, in a fresh store under the limits: the memory cap, and the
-    /// deadline however the guest spends its time.
+    /// Runs one guest call, `body`, in a fresh store under `limits` (the guest's own): the
+    /// memory cap, and the deadline however the guest spends its time.
     ///
     /// Why async: a guest can block in WASI (a `poll` on a clock subscription is what
     /// `std::thread::sleep` becomes) as well as compute. Epoch interruption stops only
@@ -447,13 +444,13 @@ impl Runtime {
     /// instantiated; the second world's calls reuse this with their own bindings.
     pub(crate) async fn sandboxed<R>(
         &self,
+        limits: Limits,
         key: &str,
         body: impl AsyncFnOnce(&mut Store<CallState>, &mut Option<Instant>) -> wasmtime::Result<R>,
     ) -> (Result<R, CallError>, CallTiming) {
-        let limits = self.limits();
         // Never closed, so acquiring only waits.
         let _slot = self.shared.slots.acquire().await.ok();
-        let mut store = self.store(key);
+        let mut store = self.store(limits, key);
         let started = store.data().started;
         let mut instantiated = None;
         let outcome =

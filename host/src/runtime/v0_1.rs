@@ -11,7 +11,7 @@ use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::sandbox::CallState;
-use super::{CallError, CallTiming, Runtime};
+use super::{CallError, CallTiming, Limits, Runtime};
 use crate::model as v2;
 
 /// Host-side bindings of `wit/v0.1/endpoints.wit` (`weir:endpoints@0.1.0`).
@@ -48,13 +48,14 @@ pub(super) fn pre(pre: wasmtime::component::InstancePre<CallState>) -> wasmtime:
 /// comes back as one with no slice changes.
 pub(super) async fn call(
     runtime: &Runtime,
+    limits: Limits,
     pre: &Pre,
     key: &str,
     request: &v2::Request,
 ) -> (Result<v2::Decision, CallError>, CallTiming) {
     let request = request_to_v0_1(request);
     let (result, timing) = runtime
-        .sandboxed(key, async |store, instantiated| {
+        .sandboxed(limits, key, async |store, instantiated| {
             let instance = pre.instantiate_async(&mut *store).await?;
             *instantiated = Some(Instant::now());
             instance.call_reconcile(&mut *store, &request).await

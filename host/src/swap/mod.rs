@@ -96,7 +96,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every value [`reason`](Self::reason) returns.
-    pub const REASONS: [&'static str; 10] = [
+    pub const REASONS: [&'static str; 11] = [
         "digest",
         "compile",
         "world",
@@ -107,6 +107,7 @@ impl Refusal {
         "missing",
         "pull",
         "signature",
+        "limits",
     ];
 
     /// Creates every reason's series of `weir_guest_swap_refusals_total` at 0, so `increase()`
@@ -143,6 +144,7 @@ impl Refusal {
             ) => "world",
             Refusal::Load(crate::runtime::LoadError::Instantiate(_)) => "instantiate",
             Refusal::Load(crate::runtime::LoadError::Engine(_)) => "check",
+            Refusal::Load(crate::runtime::LoadError::Limits(_)) => "limits",
             Refusal::Case { .. } => "cases",
             Refusal::Config(_) | Refusal::ConfigText(_) => "config",
             Refusal::Check(_) => "check",
@@ -365,7 +367,15 @@ impl Swapper {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .map(|g| g.digest().to_string());
-        let mut active_info = serde_json::json!({"digest": active.digest(), "size": active.size()});
+        let limits = active.limits();
+        let mut active_info = serde_json::json!({
+            "digest": active.digest(),
+            "size": active.size(),
+            "limits": {
+                "deadline": humantime::format_duration(limits.deadline).to_string(),
+                "memory-mib": limits.memory >> 20,
+            },
+        });
         if let Some(origin) = self.origin(active.digest()) {
             active_info["oci"] = serde_json::json!(origin);
         }

@@ -4,6 +4,7 @@
 mod cel;
 mod cluster;
 mod ha;
+mod lang_swap;
 mod operator;
 mod orphans;
 mod process;
