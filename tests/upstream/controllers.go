@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/endpoint"
@@ -81,8 +82,17 @@ func runControllers(args []string) error {
 	config.QPS = float32(*qps)
 	config.Burst = *burst
 	config.ContentType = kcmContentType
-	config.UserAgent = "kube-harness/controllers"
-	client, err := kubernetes.NewForConfig(config)
+	// kube-controller-manager gives its shared informers a client and each controller a client
+	// of its own, each with its own QPS/burst bucket; one clientset per role does the same here.
+	informerClient, err := clientFor(config, "shared-informers")
+	if err != nil {
+		return err
+	}
+	endpointsClient, err := clientFor(config, "endpoint-controller")
+	if err != nil {
+		return err
+	}
+	slicesClient, err := clientFor(config, "endpointslice-controller")
 	if err != nil {
 		return err
 	}
@@ -92,11 +102,11 @@ func runControllers(args []string) error {
 	ctx = klog.NewContext(ctx, klog.Background())
 
 	// Nodes are cluster-scoped, so the namespace option leaves their informer cluster-wide.
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*namespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithNamespace(*namespace))
 	core := factory.Core().V1()
-	endpoints := endpoint.NewEndpointController(ctx, core.Pods(), core.Services(), core.Endpoints(), client, *endpointsBatch)
+	endpoints := endpoint.NewEndpointController(ctx, core.Pods(), core.Services(), core.Endpoints(), endpointsClient, *endpointsBatch)
 	slices := endpointslice.NewController(ctx, core.Pods(), core.Services(), core.Nodes(),
-		factory.Discovery().V1().EndpointSlices(), int32(*maxPerSlice), client, *slicesBatch)
+		factory.Discovery().V1().EndpointSlices(), int32(*maxPerSlice), slicesClient, *slicesBatch)
 	factory.Start(ctx.Done())
 
 	var running sync.WaitGroup
@@ -114,6 +124,14 @@ func runControllers(args []string) error {
 	running.Wait()
 	factory.Shutdown()
 	return nil
+}
+
+// clientFor returns a clientset with its own rate limiter (client-go gives each clientset one
+// bucket built from the config's QPS and burst), named role in its user agent.
+func clientFor(config *rest.Config, role string) (*kubernetes.Clientset, error) {
+	own := rest.CopyConfig(config)
+	own.UserAgent = "kube-harness/" + role
+	return kubernetes.NewForConfig(own)
 }
 
 // nonNegative refuses a negative duration among flags (flag name to value).
