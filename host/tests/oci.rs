@@ -499,3 +499,121 @@ async fn weir_run_keeps_its_pinned_guest_through_tag_moves_outages_and_unsigned_
     );
     server.shutdown().await;
 }
+
+/// A docker config directory whose `config.json` is `config`, and a directory holding the
+/// credential helper `docker-credential-NAME`, a shell script with `body`.
+fn docker_config_with_helper(
+    dir: &Path,
+    config: Value,
+    name: &str,
+    body: &str,
+) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let config_dir = dir.join("docker");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(config_dir.join("config.json"), config.to_string()).unwrap();
+    let helper = bin.join(format!("docker-credential-{name}"));
+    std::fs::write(&helper, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (config_dir, bin)
+}
+
+#[test]
+fn credentials_come_from_the_docker_config_and_its_helpers() {
+    let registry = TestRegistry::start_with_login("weir", "s3cret");
+    let host = registry.addr.to_string();
+    let tag = registry.reference("policies/default:v1");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], config: &Path, bin: Option<&Path>| {
+        let path = match bin {
+            Some(bin) => format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            None => std::env::var("PATH").unwrap(),
+        };
+        let env = [
+            ("WEIR_LOG", "warn"),
+            ("DOCKER_CONFIG", config.to_str().unwrap()),
+            ("PATH", path.as_str()),
+        ];
+        weir_within(args, &env, LIMIT)
+    };
+    let push_args = ["guest", "push", "--insecure", "builtin:default", &tag];
+
+    // Without a credential the registry refuses.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (code, out) = run(&push_args, &empty, None);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("access denied") || out.contains("401"),
+        "{out}"
+    );
+
+    // A credential helper for this registry, which answers only for the host it is asked
+    // about, as docker asks (`credHelpers`).
+    let answer = r#"read -r server
+if [ "$server" = "HOST" ]; then printf '{"ServerURL":"%s","Username":"weir","Secret":"s3cret"}' "$server"
+else echo "credentials not found in native keychain"; exit 1; fi"#
+        .replace("HOST", &host);
+    let (config, bin) = docker_config_with_helper(
+        &dir.path().join("helper"),
+        json!({"credHelpers": {host.clone(): "weirtest"}}),
+        "weirtest",
+        &answer,
+    );
+    let (code, out) = run(&push_args, &config, Some(&bin));
+    assert_eq!(code, Some(0), "{out}");
+    let digest = pushed(&out);
+    let by_digest = registry.reference(&format!("policies/default@{digest}"));
+    let (code, out) = run(
+        &["reconcile", "--insecure", "--guest", &by_digest, &case()],
+        &config,
+        Some(&bin),
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out, weir_ok(&["reconcile", &case()]));
+
+    // The same through `credsStore`, the helper of every registry.
+    let (store, store_bin) = docker_config_with_helper(
+        &dir.path().join("store"),
+        json!({"credsStore": "weirstore"}),
+        "weirstore",
+        &answer,
+    );
+    let (code, out) = run(
+        &["reconcile", "--insecure", "--guest", &tag, &case()],
+        &store,
+        Some(&store_bin),
+    );
+    assert_eq!(code, Some(0), "{out}");
+
+    // A helper that fails is named, with its words.
+    let (broken, broken_bin) = docker_config_with_helper(
+        &dir.path().join("broken"),
+        json!({"credsStore": "weirbroken"}),
+        "weirbroken",
+        "echo 'keychain is locked' >&2; exit 3",
+    );
+    let (code, out) = run(
+        &["reconcile", "--insecure", "--guest", &tag, &case()],
+        &broken,
+        Some(&broken_bin),
+    );
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("docker-credential-weirbroken") && out.contains("keychain is locked"),
+        "{out}"
+    );
+    // A helper that is not installed is named too.
+    let (code, out) = run(
+        &["reconcile", "--insecure", "--guest", &tag, &case()],
+        &broken,
+        None,
+    );
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("docker-credential-weirbroken: cannot start it"),
+        "{out}"
+    );
+}

@@ -1,7 +1,10 @@
 //! Registry credentials in docker's config format: the `auths` of `~/.docker/config.json`
 //! (or `$DOCKER_CONFIG/config.json`), and of a Kubernetes Secret of type
 //! `kubernetes.io/dockerconfigjson` (key `.dockerconfigjson`) or `kubernetes.io/dockercfg`
-//! (key `.dockercfg`, the `auths` map alone).
+//! (key `.dockercfg`, the `auths` map alone). The config file may also name credential
+//! helpers (`credHelpers` per registry, `credsStore` for all), which
+//! [`credential_helper`](super::credential_helper) runs; a Secret's helpers are ignored, since a
+//! Secret must not choose which program weir runs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,16 +30,40 @@ impl std::fmt::Debug for Credential {
     }
 }
 
-/// Credentials by registry host.
+/// Credentials by registry host, and the credential helpers of the docker config file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Credentials {
     by_host: BTreeMap<String, Credential>,
+    helpers: BTreeMap<String, String>,
+    store: Option<String>,
+}
+
+/// Where the credential of one registry comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// A credential the config holds.
+    Credential(Credential),
+    /// The credential helper of this name has it (`docker-credential-NAME`), asked with
+    /// `server`.
+    Helper {
+        /// The helper's name.
+        name: String,
+        /// The address to ask it for.
+        server: String,
+    },
+    /// None: an anonymous request.
+    Anonymous,
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ConfigFile {
     #[serde(default)]
     auths: BTreeMap<String, Entry>,
+    #[serde(default)]
+    cred_helpers: BTreeMap<String, String>,
+    #[serde(default)]
+    creds_store: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -80,7 +107,14 @@ impl Credentials {
                 what: what.to_string(),
                 message: e.to_string(),
             })?;
-        Self::from_entries(file.auths, what)
+        let mut credentials = Self::from_entries(file.auths, what)?;
+        credentials.helpers = file
+            .cred_helpers
+            .into_iter()
+            .map(|(key, helper)| (host_of(&key), helper))
+            .collect();
+        credentials.store = file.creds_store.filter(|s| !s.is_empty());
+        Ok(credentials)
     }
 
     /// Parses the legacy `.dockercfg` form: the `auths` map alone.
@@ -112,7 +146,10 @@ impl Credentials {
         what: &str,
     ) -> Result<Credentials, CredentialsError> {
         if let Some(text) = data.get(".dockerconfigjson") {
-            Self::from_config_json(text, what)
+            let mut credentials = Self::from_config_json(text, what)?;
+            credentials.helpers.clear();
+            credentials.store = None;
+            Ok(credentials)
         } else if let Some(text) = data.get(".dockercfg") {
             Self::from_dockercfg(text, what)
         } else {
@@ -139,12 +176,43 @@ impl Credentials {
                 by_host.insert(host_of(&key), credential);
             }
         }
-        Ok(Credentials { by_host })
+        Ok(Credentials {
+            by_host,
+            ..Credentials::default()
+        })
     }
 
-    /// Adds `other`'s entries, replacing this one's for the same host.
+    /// Adds `other`'s entries and helpers, replacing this one's for the same host.
     pub fn merge(&mut self, other: Credentials) {
         self.by_host.extend(other.by_host);
+        self.helpers.extend(other.helpers);
+        if other.store.is_some() {
+            self.store = other.store;
+        }
+    }
+
+    /// Where `registry`'s credential comes from: a credential the config (or a Secret) holds,
+    /// else the registry's `credHelpers` entry, else the `credsStore`, else none. (docker asks
+    /// a registry's `credHelpers` entry first; with both, weir takes the stored credential, so
+    /// that a `--registry-secret` wins over the local file.)
+    pub fn lookup(&self, registry: &str) -> Lookup {
+        let host = host_of(registry);
+        if let Some(credential) = self.by_host.get(&host) {
+            return Lookup::Credential(credential.clone());
+        }
+        let Some(name) = self.helpers.get(&host).or(self.store.as_ref()) else {
+            return Lookup::Anonymous;
+        };
+        // Helpers key Docker Hub by its legacy index address, as docker asks them.
+        let server = if host == "docker.io" {
+            "https://index.docker.io/v1/".to_string()
+        } else {
+            host
+        };
+        Lookup::Helper {
+            name: name.clone(),
+            server,
+        }
     }
 
     /// The credential for `registry` (a host, with its port if any).
@@ -152,9 +220,9 @@ impl Credentials {
         self.by_host.get(&host_of(registry))
     }
 
-    /// Whether there are none.
+    /// Whether there are none: no credential and no helper.
     pub fn is_empty(&self) -> bool {
-        self.by_host.is_empty()
+        self.by_host.is_empty() && self.helpers.is_empty() && self.store.is_none()
     }
 }
 
@@ -241,6 +309,48 @@ mod tests {
         assert_eq!(get("GHCR.io"), Some(("<token>", "tok")));
         assert_eq!(get("quay.io"), None);
         assert!(!format!("{:?}", creds).contains("secret"));
+    }
+
+    #[test]
+    fn helpers_answer_for_registries_without_a_stored_credential() {
+        let text = serde_json::json!({
+            "auths": {"127.0.0.1:5000": {"username": "u", "password": "p"}, "quay.io": {}},
+            "credHelpers": {"https://ECR.example/": "ecr-login", "127.0.0.1:5000": "pass"},
+            "credsStore": "desktop",
+        })
+        .to_string();
+        let creds = Credentials::from_config_json(text.as_bytes(), "config.json").unwrap();
+        let helper = |name: &str, server: &str| Lookup::Helper {
+            name: name.into(),
+            server: server.into(),
+        };
+        assert!(
+            matches!(creds.lookup("127.0.0.1:5000"), Lookup::Credential(c) if c.username == "u")
+        );
+        assert_eq!(
+            creds.lookup("ecr.example"),
+            helper("ecr-login", "ecr.example")
+        );
+        assert_eq!(creds.lookup("quay.io"), helper("desktop", "quay.io"));
+        assert_eq!(
+            creds.lookup("docker.io"),
+            helper("desktop", "https://index.docker.io/v1/")
+        );
+        let none = Credentials::from_config_json(br#"{"credsStore": ""}"#, "f").unwrap();
+        assert_eq!(none.lookup("quay.io"), Lookup::Anonymous);
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn a_secret_names_no_helper() {
+        let json = serde_json::json!({"credHelpers": {"r.example": "evil"}, "credsStore": "evil"});
+        let mut data = BTreeMap::new();
+        data.insert(
+            ".dockerconfigjson".to_string(),
+            json.to_string().into_bytes(),
+        );
+        let creds = Credentials::from_secret_data(&data, "Secret ns/a").unwrap();
+        assert_eq!(creds.lookup("r.example"), Lookup::Anonymous);
     }
 
     #[test]

@@ -14,7 +14,8 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
 use super::artifact::{self, Artifact, DOCKER_MANIFEST_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, Manifest};
-use super::credentials::Credentials;
+use super::credential_helper;
+use super::credentials::{Credentials, Lookup};
 use super::reference::GuestRef;
 use super::signature::{self, PublicKey, SigningKey};
 
@@ -97,6 +98,15 @@ pub enum RegistryError {
         /// Why.
         message: String,
     },
+    /// A credential helper failed (it may answer later: a locked keychain, a token service
+    /// that is down).
+    #[error("{registry}: no credential: {message}")]
+    Credentials {
+        /// The registry.
+        registry: String,
+        /// Why, with the helper's words.
+        message: String,
+    },
     /// Any other failure the registry reported.
     #[error("{reference}: {message}")]
     Other {
@@ -115,6 +125,7 @@ impl RegistryError {
             self,
             RegistryError::Timeout { .. }
                 | RegistryError::Unreachable { .. }
+                | RegistryError::Credentials { .. }
                 | RegistryError::Other { .. }
         )
     }
@@ -215,12 +226,30 @@ impl Registry {
             .merge(credentials);
     }
 
-    fn auth(&self, registry: &str) -> RegistryAuth {
-        let credentials = self.credentials.read().unwrap_or_else(|e| e.into_inner());
-        match credentials.get(registry) {
-            Some(c) => RegistryAuth::Basic(c.username.clone(), c.password.clone()),
+    /// The credential for `registry`, from the config or Secret, or asked of a credential
+    /// helper (bounded by [`credential_helper::HELPER_TIMEOUT`]).
+    async fn auth(&self, registry: &str) -> Result<RegistryAuth, RegistryError> {
+        let lookup = self
+            .credentials
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .lookup(registry);
+        let credential = match lookup {
+            Lookup::Credential(c) => Some(c),
+            Lookup::Anonymous => None,
+            Lookup::Helper { name, server } => {
+                credential_helper::get(&name, &server, credential_helper::HELPER_TIMEOUT)
+                    .await
+                    .map_err(|e| RegistryError::Credentials {
+                        registry: registry.to_string(),
+                        message: e.to_string(),
+                    })?
+            }
+        };
+        Ok(match credential {
+            Some(c) => RegistryAuth::Basic(c.username, c.password),
             None => RegistryAuth::Anonymous,
-        }
+        })
     }
 
     /// Runs `operation` on `reference`'s registry within the timeout.
@@ -278,7 +307,7 @@ impl Registry {
     /// The manifest `reference` names and its digest, computed here from its bytes (a
     /// registry's header is not trusted), and equal to the digest the reference pins.
     async fn manifest(&self, reference: &GuestRef) -> Result<(Vec<u8>, String), RegistryError> {
-        let auth = self.auth(reference.registry());
+        let auth = self.auth(reference.registry()).await?;
         let (bytes, _) = self
             .client
             .pull_manifest_raw(
@@ -450,7 +479,7 @@ impl Registry {
         self.client
             .auth(
                 oci,
-                &self.auth(reference.registry()),
+                &self.auth(reference.registry()).await?,
                 RegistryOperation::Push,
             )
             .await

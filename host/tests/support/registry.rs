@@ -18,15 +18,33 @@ pub struct TestRegistry {
 impl TestRegistry {
     /// Starts a registry on a free loopback port and waits until it answers `/v2/`.
     pub fn start() -> TestRegistry {
+        Self::start_with(None)
+    }
+
+    /// Starts a registry that takes only `user` with `password` (HTTP basic auth).
+    pub fn start_with_login(user: &str, password: &str) -> TestRegistry {
+        Self::start_with(Some((user, password)))
+    }
+
+    fn start_with(login: Option<(&str, &str)>) -> TestRegistry {
         super::require_tool("docker-registry", &["--version"]);
         let addr = free_port();
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let config = format!(
+        let mut config = format!(
             "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
              storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
              http:\n  addr: {addr}\n",
             dir.path().join("storage").display()
         );
+        if let Some((user, password)) = login {
+            let hash = bcrypt::hash(password, 4).expect("hashing the password");
+            let file = dir.path().join("htpasswd");
+            std::fs::write(&file, format!("{user}:{hash}\n")).expect("writing htpasswd");
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: weir-test\n    path: {}\n",
+                file.display()
+            ));
+        }
         std::fs::write(dir.path().join("config.yml"), config).expect("writing the config");
         let mut registry = TestRegistry {
             child: None,
@@ -65,7 +83,8 @@ impl TestRegistry {
             .expect("starting docker-registry");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while get(self.addr, "/v2/").map(|(status, _)| status) != Some(200) {
+        // 401 is a registry that asks for a login: up as well.
+        while !matches!(get(self.addr, "/v2/"), Some((200 | 401, _))) {
             if let Some(child) = &mut self.child
                 && let Ok(Some(status)) = child.try_wait()
             {
