@@ -1,5 +1,7 @@
 # weir's entry points. `make test` is what CI runs (.ci/run).
 CARGO ?= cargo
+# Tools built with `go install` (cosign, by tests/install-tools.sh) land in Go's bin directory.
+export PATH := $(or $(shell go env GOBIN 2>/dev/null),$(shell go env GOPATH 2>/dev/null)/bin):$(PATH)
 
 .PHONY: demo test tools policies lint wasm-target upstream conformance jco e2e-real
 

@@ -3,7 +3,7 @@
 # a test whose tool does not run fails (host/tests/support/mod.rs, `require_tool`). Each tool is
 # installed only when it does not run yet, from the registries this project may use: PyPI for
 # the ones published there, npm for the JavaScript SDK's tools, Debian's packages for promtool,
-# tmux and Node.js. Run by `make tools`.
+# tmux and Node.js, the Go module proxy for cosign. Run by `make tools`.
 set -euo pipefail
 
 installed_any=false
@@ -71,12 +71,17 @@ need promtool --version -- apt_install prometheus
 need tmux -V -- apt_install tmux
 # docker-registry (the CNCF distribution server): the OCI guest tests run one on loopback.
 need docker-registry --version -- apt_install docker-registry
+# cosign: weir's guest signatures checked against cosign's, both ways (host/tests/oci.rs). Built
+# from the Go module proxy (no release binary is reachable) into Go's bin directory, which the
+# Makefile puts on PATH; about 17 minutes the first time on two cores, nothing afterwards.
+go_install() { CGO_ENABLED=0 go install "$@"; }
+need cosign version -- go_install github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5
 
 # Stop here, with the tool's own message, if any of them still does not run (for example a
 # pip that put its scripts in a directory not on PATH).
 for check in "kubectl version --client" "wasm-tools --version" "wasmtime --version" "wac --version" \
   "componentize-py --version" "hadolint --version" "kubernetes-validate --version" "promtool --version" \
-  "tmux -V" "docker-registry --version"; do
+  "tmux -V" "docker-registry --version" "cosign version"; do
   $check >/dev/null 2>&1 || { echo "error: \`$check\` does not run after installing; is pip's script directory on PATH?" >&2; exit 1; }
 done
 python3 -c 'import yaml'

@@ -617,3 +617,113 @@ else echo "credentials not found in native keychain"; exit 1; fi"#
         "{out}"
     );
 }
+
+/// `cosign ARGS` in `dir` (its key password empty), with a time limit; (success, output).
+fn cosign(dir: &Path, args: &[&str]) -> (bool, String) {
+    let mut child = Command::new("cosign")
+        .args(args)
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running cosign");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("cosign {args:?} did not finish within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// weir's signatures are cosign's: a guest signed by cosign runs under `--guest-public-key
+/// cosign.pub`, and `cosign verify` accepts what `weir guest sign` signed.
+#[test]
+fn signatures_interoperate_with_cosign() {
+    support::require_tool("cosign", &["version"]);
+    let registry = TestRegistry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out) = cosign(dir.path(), &["generate-key-pair"]);
+    assert!(ok, "cosign generate-key-pair: {out}");
+    let cosign_public = dir.path().join("cosign.pub").display().to_string();
+    let (weir_key, weir_public) = keygen(dir.path(), "weir.key");
+    let host = registry.addr.to_string();
+
+    // cosign signs, weir verifies.
+    let by_cosign = registry.reference("policies/default:v1");
+    let digest = push("builtin:default", &by_cosign);
+    let image = format!("{host}/policies/default@{digest}");
+    let (ok, out) = cosign(
+        dir.path(),
+        &[
+            "sign",
+            "--yes",
+            "--key",
+            "cosign.key",
+            "--tlog-upload=false",
+            "--allow-insecure-registry",
+            &image,
+        ],
+    );
+    assert!(ok, "cosign sign: {out}");
+    let verified = |public: &str| {
+        weir_within(
+            &[
+                "reconcile",
+                "--insecure",
+                "--guest-public-key",
+                public,
+                "--guest",
+                &by_cosign,
+                &case(),
+            ],
+            QUIET,
+            LIMIT,
+        )
+    };
+    let (code, out) = verified(&cosign_public);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out, weir_ok(&["reconcile", &case()]));
+    let (code, out) = verified(&weir_public);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("does not verify with the public key"), "{out}");
+
+    // weir signs, cosign verifies; and cosign refuses the key that did not sign.
+    let dir_path = dir.path().display().to_string();
+    let drain = write_drain(dir.path());
+    let by_weir = registry.reference("policies/drain:v1");
+    let drain_digest = push(&drain, &by_weir);
+    weir_ok(&["guest", "sign", "--insecure", "--key", &weir_key, &by_weir]);
+    let image = format!("{host}/policies/drain@{drain_digest}");
+    let verify = |public: &str| {
+        cosign(
+            dir.path(),
+            &[
+                "verify",
+                "--key",
+                public,
+                "--insecure-ignore-tlog",
+                "--allow-insecure-registry",
+                &image,
+            ],
+        )
+    };
+    let (ok, out) = verify(&weir_public);
+    assert!(ok, "cosign verify of weir's signature: {out}");
+    assert!(out.contains(&drain_digest), "{out}");
+    let (ok, out) = verify(&cosign_public);
+    assert!(
+        !ok,
+        "cosign verify with a key that did not sign ({dir_path}): {out}"
+    );
+}
