@@ -847,10 +847,13 @@ async fn a_sleeping_shadow_does_not_delay_live_syncs_and_is_suspended() {
     })
     .await;
     assert_eq!(metrics.shadow_suspensions.get(), 1);
-    assert_eq!(
-        Metrics::count(&metrics.shadow, "failed"),
-        3,
-        "three timeouts"
+    // At least the three timeouts in a row that suspend it: a comparison that failed otherwise
+    // before them restarts the count (the exact rule is `shadow::tests`' to check), and the
+    // point here is that none follows the suspension.
+    let failed = Metrics::count(&metrics.shadow, "failed");
+    assert!(
+        failed >= 3,
+        "{failed} failed comparisons, fewer than three timeouts"
     );
     let text = metrics.encode_text().unwrap();
     assert!(text.contains("weir_shadow_suspended 1"), "{text}");
@@ -878,7 +881,7 @@ async fn a_sleeping_shadow_does_not_delay_live_syncs_and_is_suspended() {
     .await;
     assert_eq!(
         Metrics::count(&metrics.shadow, "failed"),
-        3,
+        failed,
         "not called again"
     );
     task.abort();
