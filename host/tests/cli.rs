@@ -260,6 +260,7 @@ fn the_operations_guide_names_only_flags_weir_has() {
         "--replicas",
         "--test",
         "--tlog-upload",
+        "--insecure-ignore-tlog",
     ];
     let mut checked = 0;
     for (i, _) in guide.match_indices("--") {
