@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use wasm_encoder::{ComponentSection, CustomSection, Encode};
 use wasmparser::{Chunk, Parser, Payload};
 
 /// The name of the component custom section holding a guest's [`Requested`] limits.
@@ -249,28 +250,13 @@ pub fn with_requested(bytes: &[u8], requested: &Requested) -> Result<Vec<u8>, Li
         return Ok(out);
     }
     let payload = serde_json::to_vec(requested).expect("limits serialize to JSON");
-    // A custom section: id 0, its size, then the name (length-prefixed) and the payload.
-    let mut body = Vec::new();
-    leb128(&mut body, SECTION.len());
-    body.extend_from_slice(SECTION.as_bytes());
-    body.extend_from_slice(&payload);
-    out.push(0);
-    leb128(&mut out, body.len());
-    out.extend_from_slice(&body);
+    let section = CustomSection {
+        name: SECTION.into(),
+        data: payload.into(),
+    };
+    out.push(ComponentSection::id(&section));
+    section.encode(&mut out);
     Ok(out)
-}
-
-/// Appends `value` as an unsigned LEB128 number.
-fn leb128(out: &mut Vec<u8>, mut value: usize) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
 }
 
 #[cfg(test)]
@@ -342,13 +328,12 @@ mod tests {
     fn malformed_or_unknown_sections_are_refused_with_a_reason() {
         let section = |payload: &[u8]| {
             let mut bytes = DEFAULT_GUEST.to_vec();
-            let mut body = Vec::new();
-            leb128(&mut body, SECTION.len());
-            body.extend_from_slice(SECTION.as_bytes());
-            body.extend_from_slice(payload);
-            bytes.push(0);
-            leb128(&mut bytes, body.len());
-            bytes.extend_from_slice(&body);
+            let section = CustomSection {
+                name: SECTION.into(),
+                data: payload.into(),
+            };
+            bytes.push(ComponentSection::id(&section));
+            section.encode(&mut bytes);
             bytes
         };
         for payload in [
