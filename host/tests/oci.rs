@@ -620,30 +620,13 @@ else echo "credentials not found in native keychain"; exit 1; fi"#
 
 /// `cosign ARGS` in `dir` (its key password empty), with a time limit; (success, output).
 fn cosign(dir: &Path, args: &[&str]) -> (bool, String) {
-    let mut child = Command::new("cosign")
+    let mut command = Command::new("cosign");
+    command
         .args(args)
         .current_dir(dir)
-        .env("COSIGN_PASSWORD", "")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running cosign");
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("cosign {args:?} did not finish within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+        .env("COSIGN_PASSWORD", "");
+    let (code, out) = support::output_within(command, LIMIT);
+    (code == Some(0), out)
 }
 
 /// weir's signatures are cosign's: a guest signed by cosign runs under `--guest-public-key

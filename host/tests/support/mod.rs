@@ -33,19 +33,30 @@ pub fn weir_within(
     env: &[(&str, &str)],
     limit: std::time::Duration,
 ) -> (Option<i32>, String) {
-    use std::process::{Command, Stdio};
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.args(args).envs(env.iter().copied());
+    output_within(command, limit)
+}
+
+/// Runs `command` with stdin closed, polling until it exits or `limit` passes (then it is
+/// killed and the test fails); returns (exit code, stdout and stderr together). The output
+/// goes to a file, so a chatty program never blocks on a full pipe.
+pub fn output_within(
+    mut command: std::process::Command,
+    limit: std::time::Duration,
+) -> (Option<i32>, String) {
+    use std::process::Stdio;
     let out = tempfile::NamedTempFile::new().unwrap();
     // One open file for both streams, so they share an offset and do not overwrite each other.
     let stdout = out.reopen().unwrap();
     let stderr = stdout.try_clone().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .envs(env.iter().copied())
+    let what = format!("{command:?}");
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
         .spawn()
-        .expect("running weir");
+        .unwrap_or_else(|e| panic!("running {what}: {e}"));
     let start = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -54,7 +65,7 @@ pub fn weir_within(
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("weir {args:?} did not finish within {limit:?}");
+            panic!("{what} did not finish within {limit:?}");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
