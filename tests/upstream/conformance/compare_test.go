@@ -543,3 +543,33 @@ func TestHintsKeptFromAnEarlierSyncAreArbitraryHintOrderWhenTheSideHadThem(t *te
 		t.Errorf("a kept slice over zone-a's maximum: classified")
 	}
 }
+
+func TestAnotherManagersSliceIsLeftOutOfTheHints(t *testing.T) {
+	// Seed 378 in a later 500-run: a slice of someone else beside the Service's own, with a
+	// ready endpoint without a zone or hint, which upstream's allocation never sees. Upstream
+	// kept its slice of 20 and gave zone-c's two in the other; weir kept its own slice of 20
+	// (one of zone-b's for zone-a) and gave one of zone-c's.
+	foreign := endpointSlice("svc", 80, "192.0.2.1")
+	delete(foreign.Labels, discoveryv1.LabelManagedBy)
+	ips := 0
+	upstream := slicesState(foreign, hintedZoneSlice("svc", &ips, "a>a:6", "b>b:3", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:2", "c>c:5"))
+	ips = 0
+	weir := slicesState(foreign, hintedZoneSlice("svc", &ips, "a>a:6", "b>a:1", "b>b:2", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:1", "c>c:6"))
+	if d := classifyHints(t, upstream, weir, nil, nil); !d.arbitraryHints {
+		t.Errorf("beside a foreign slice: %+v, want arbitrary hint order", d)
+	}
+	// Owned by the controller, the same unhinted endpoint without a zone is no order of
+	// upstream's (it would remove every hint, R5.13).
+	owned := endpointSlice("svc", 80, "192.0.2.1")
+	ips = 0
+	upOwned := slicesState(owned, hintedZoneSlice("svc", &ips, "a>a:6", "b>b:3", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:2", "c>c:5"))
+	ips = 0
+	weirOwned := slicesState(owned, hintedZoneSlice("svc", &ips, "a>a:6", "b>a:1", "b>b:2", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:1", "c>c:6"))
+	if d := classifyHints(t, upOwned, weirOwned, nil, nil); d.arbitraryHints {
+		t.Errorf("an owned slice with a ready endpoint without a zone: classified")
+	}
+}

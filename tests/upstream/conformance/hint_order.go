@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -124,8 +125,11 @@ func allocationsFor(cpu map[string]int64, n int) (map[string]zoneAllocation, boo
 // hintedSlice is what the allocation reads and writes of one slice: per ready endpoint its zone
 // and the zones of its hints.
 type hintedSlice struct {
-	key   string // the slice as in state.slices
-	ready [][2]string
+	key string // the slice as in state.slices
+	// foreign tells a slice that the controller does not manage (no managed-by label, or
+	// another's), which allocation neither counts nor hints.
+	foreign bool
+	ready   [][2]string
 	// hints lists, per ready endpoint, its zone hints; nil for one without.
 	hints [][]string
 	// nodeHints tells that a ready endpoint carries a node hint, which `auto` never writes.
@@ -137,7 +141,7 @@ func hintedSliceOf(raw string) (hintedSlice, error) {
 	if err := json.Unmarshal([]byte(raw), &shape); err != nil {
 		return hintedSlice{}, err
 	}
-	h := hintedSlice{key: raw}
+	h := hintedSlice{key: raw, foreign: shape.Labels[discoveryv1.LabelManagedBy] != upstreamSliceMgr}
 	for _, e := range shape.Endpoints {
 		if e.Conditions.Ready == nil || !*e.Conditions.Ready {
 			continue
@@ -162,23 +166,27 @@ func hintedSliceOf(raw string) (hintedSlice, error) {
 // hintsUpstreamCanWrite reports whether slices (one Service and address type, as in
 // state.slices) carry hints that upstream's allocation can write under some order of its
 // arbitrary choices, from the slices as they were at the previous check (prev; nil at the
-// initial state, when any slice may have been kept) and the zones' CPU.
+// initial state, when any slice may have been kept) and the zones' CPU. Slices of other managers
+// are left out: upstream's allocation sees only the controller's own.
 func hintsUpstreamCanWrite(slices, prev []string, cpu map[string]int64) bool {
-	if len(slices) == 0 || len(slices) > maxHintSlices {
-		return false
-	}
 	var parsed []hintedSlice
 	n := 0
 	for _, raw := range slices {
 		h, err := hintedSliceOf(raw)
-		if err != nil || h.nodeHints {
+		if err != nil {
+			return false
+		}
+		if h.foreign {
+			continue
+		}
+		if h.nodeHints {
 			return false
 		}
 		parsed = append(parsed, h)
 		n += len(h.ready)
 	}
 	allocations, ok := allocationsFor(cpu, n)
-	if !ok {
+	if !ok || len(parsed) == 0 || len(parsed) > maxHintSlices {
 		return false
 	}
 	kept := map[string]bool{}
