@@ -19,7 +19,8 @@ package main
 // endpoints that getGivingAndReceivingZones, under some order of its ties, has each giving zone
 // give away, each to a zone still short. Kept slices must be as the side had them at the previous
 // check (a slice written since was allocated); at the initial state, whose burst of syncs the run
-// does not see one by one, any slice may be.
+// does not see one by one, any slice may be. A step whose last sync kept a slice that an earlier
+// sync of the same step wrote is therefore not recognised: it stays a difference, to be read.
 
 import (
 	"context"
