@@ -16,8 +16,21 @@ import (
 
 // createNodes creates the harness Nodes once per run (idempotent across runs on one server).
 func createNodes(ctx context.Context, client kubernetes.Interface) error {
+	for _, node := range harnessNodeObjects() {
+		// A Node's status is taken on create (there is no kubelet to report it).
+		if _, err := client.CoreV1().Nodes().Create(ctx, &node, metav1.CreateOptions{}); err != nil && !alreadyExists(err) {
+			return fmt.Errorf("creating node %s: %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
+// harnessNodeObjects are the Nodes of harnessNodes, with the zone, allocatable CPU and Ready
+// condition that topology-aware hints weigh.
+func harnessNodeObjects() []corev1.Node {
+	var nodes []corev1.Node
 	for _, n := range harnessNodes {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{}}}
+		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{}}}
 		if n.zone != "" {
 			node.Labels[corev1.LabelTopologyZone] = n.zone
 		}
@@ -26,12 +39,9 @@ func createNodes(ctx context.Context, client kubernetes.Interface) error {
 			node.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(n.cpu)
 			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 		}
-		// A Node's status is taken on create (there is no kubelet to report it).
-		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !alreadyExists(err) {
-			return fmt.Errorf("creating node %s: %w", n.name, err)
-		}
+		nodes = append(nodes, node)
 	}
-	return nil
+	return nodes
 }
 
 // createScenarioNode creates the scenario's own Node, not ready and without CPU, in a zone.

@@ -64,6 +64,8 @@ type sliceContent struct {
 	// burst of creations, whose sizes depend on how each side's syncs batched the new pods
 	// (R4.13a fills an unchanged slice with a later batch).
 	unsized string
+	// hintlessSized and hintlessUnsized are sized and unsized without the hints.
+	hintlessSized, hintlessUnsized string
 }
 
 // contentOf renders the slices of one Service and address type as sliceContent.
@@ -96,8 +98,10 @@ func contentOf(shapes []sliceShape) sliceContent {
 		sort.Strings(endpoints[group])
 	}
 	return sliceContent{
-		sized:   jsonOf(map[string]any{"slices": sized, "endpoints": endpoints, "hints": hints}),
-		unsized: jsonOf(map[string]any{"slices": unsized, "endpoints": endpoints, "hints": hints}),
+		sized:           jsonOf(map[string]any{"slices": sized, "endpoints": endpoints, "hints": hints}),
+		unsized:         jsonOf(map[string]any{"slices": unsized, "endpoints": endpoints, "hints": hints}),
+		hintlessSized:   jsonOf(map[string]any{"slices": sized, "endpoints": endpoints}),
+		hintlessUnsized: jsonOf(map[string]any{"slices": unsized, "endpoints": endpoints}),
 	}
 }
 
@@ -219,7 +223,11 @@ type difference struct {
 	// undetermined marks a difference in what upstream leaves to chance (see sliceContent):
 	// neither explained by a deviation nor counted as one.
 	undetermined bool
-	what         string
+	// arbitraryHints marks a difference in topology-aware hints alone where both sides' hints
+	// are ones upstream can write (hint_order.go): neither explained by a deviation nor
+	// counted as one.
+	arbitraryHints bool
+	what           string
 	// For a difference of one Endpoints object: its name, and which side carries the hand-edit
 	// label.
 	endpoints                          string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -397,4 +398,178 @@ func zonedSlices() (hinted, hintless discoveryv1.EndpointSlice) {
 		hinted.Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
 	}
 	return hinted, hintless
+}
+
+// hintedZoneSlice is an owned IPv4 slice of svc whose ready endpoints are given as
+// "ZONE>HINT:COUNT" (zone-a's endpoints hinted for zone-c: "a>c:2"; without a hint: "a>-:1");
+// ips numbers them apart
+// across slices.
+func hintedZoneSlice(svc string, ips *int, groups ...string) discoveryv1.EndpointSlice {
+	s := endpointSlice(svc, 80)
+	for _, g := range groups {
+		var zone, hint string
+		var count int
+		if _, err := fmt.Sscanf(strings.NewReplacer(">", " ", ":", " ").Replace(g), "%s %s %d", &zone, &hint, &count); err != nil {
+			panic(err)
+		}
+		for range count {
+			*ips++
+			ready, z := true, "zone-"+zone
+			e := discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.%d.%d", *ips/250, *ips%250)},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}, Zone: &z,
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("pod-%d", *ips)}}
+			if hint != "-" {
+				e.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "zone-" + hint}}}
+			}
+			s.Endpoints = append(s.Endpoints, e)
+		}
+	}
+	return s
+}
+
+// harnessCPU is the harness Nodes' CPU per zone as upstream's topology cache reads it.
+func harnessCPU() (map[string]int64, error) { return zoneCPUOf(harnessNodeObjects()), nil }
+
+func TestTheHarnessNodesGiveTheZonesCPUAsUpstreamReadsIt(t *testing.T) {
+	cpu, _ := harnessCPU()
+	if want := map[string]int64{"zone-a": 6000, "zone-b": 4000, "zone-c": 6000}; jsonOf(cpu) != jsonOf(want) {
+		t.Errorf("zone CPU %v, want %v (the not-ready Node without a zone left out)", cpu, want)
+	}
+	withReadyZoneless := append(harnessNodeObjects(), harnessNodeObjects()[0])
+	withReadyZoneless[len(withReadyZoneless)-1].Labels = nil
+	if cpu := zoneCPUOf(withReadyZoneless); cpu != nil {
+		t.Errorf("a ready Node without a zone: %v, want insufficient (nil)", cpu)
+	}
+}
+
+// classifyHints runs classifyHintOrder on one difference of svc's slices, with the harness
+// Nodes' CPU.
+func classifyHints(t *testing.T, upstream, weir state, prevUp, prevWeir *state) difference {
+	t.Helper()
+	diffs, _ := compareStates(upstream, weir, sized)
+	if len(diffs) != 1 {
+		t.Fatalf("diffs %v, want one", diffs)
+	}
+	diffs, err := classifyHintOrder(diffs, upstream, weir, prevUp, prevWeir, map[string]bool{"svc": true}, sized, harnessCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return diffs[0]
+}
+
+func TestAHintTieBrokenOtherwiseIsArbitraryHintOrder(t *testing.T) {
+	// F7, seed 191: 20 ready endpoints, 7 in zone-a, 9 in zone-b, 4 in zone-c; targets 7.5, 5
+	// and 7.5 (CPU 6:4:6). zone-b gives three to zone-c, then zone-a and zone-c are both short
+	// by 0.5, and Go's map order picks which gets the fourth.
+	ips := 0
+	upstream := slicesState(hintedZoneSlice("svc", &ips, "a>a:7", "b>b:5", "b>c:4", "c>c:4"))
+	ips = 0
+	weir := slicesState(hintedZoneSlice("svc", &ips, "a>a:7", "b>b:5", "b>c:3", "b>a:1", "c>c:4"))
+	for _, prev := range []*state{nil, {slices: map[string][]string{}}} {
+		if d := classifyHints(t, upstream, weir, prev, prev); !d.arbitraryHints || d.deviation != "" {
+			t.Errorf("seed 191's tie (previous state %v): %+v, want arbitrary hint order", prev, d)
+		}
+	}
+	// Near misses: zone-b giving one more or one fewer, or two to zone-a, is no order of
+	// upstream's.
+	for name, groups := range map[string][]string{
+		"zone-b gives five":         {"a>a:7", "b>b:4", "b>c:4", "b>a:1", "c>c:4"},
+		"zone-b gives three":        {"a>a:7", "b>b:6", "b>c:3", "c>c:4"},
+		"two for zone-a":            {"a>a:7", "b>b:5", "b>c:2", "b>a:2", "c>c:4"},
+		"zone-a gives instead":      {"a>a:6", "a>c:1", "b>b:6", "b>c:3", "c>c:4"},
+		"a ready endpoint unhinted": {"a>a:7", "b>b:5", "b>c:3", "b>a:1", "c>c:3", "c>-:1"},
+	} {
+		ips = 0
+		near := slicesState(hintedZoneSlice("svc", &ips, groups...))
+		if d := classifyHints(t, upstream, near, nil, nil); d.arbitraryHints {
+			t.Errorf("%s: classified as arbitrary hint order", name)
+		}
+	}
+	// Only Services asking for topology-aware hints, and only hints: another endpoint is a
+	// difference whatever the hints.
+	diffs, _ := compareStates(upstream, weir, sized)
+	if diffs, _ := classifyHintOrder(diffs, upstream, weir, nil, nil, map[string]bool{}, sized, harnessCPU); diffs[0].arbitraryHints {
+		t.Errorf("a Service not asking for hints: classified")
+	}
+	ips = 0
+	moved := slicesState(hintedZoneSlice("svc", &ips, "a>a:7", "b>b:5", "b>c:3", "b>a:1", "c>c:3", "a>c:1"))
+	if d := classifyHints(t, upstream, moved, nil, nil); d.arbitraryHints {
+		t.Errorf("an endpoint in another zone: classified as arbitrary hint order")
+	}
+}
+
+func TestHintsKeptFromAnEarlierSyncAreArbitraryHintOrderWhenTheSideHadThem(t *testing.T) {
+	// F8, seed 124: after step 2, 20 ready endpoints, both sides with hints a 8, b 5, c 7, but
+	// upstream's three given-away hints in its slice of 7, weir's in its slice of 13. Step 3
+	// removes a zone-b endpoint of the slice of 13: each side keeps its slice of 7 (R5.12) and
+	// allocates the other, from its own earlier placement.
+	ips := 0
+	upSeven := hintedZoneSlice("svc", &ips, "a>a:2", "a>c:1", "b>c:2", "c>c:2")
+	upBefore := slicesState(upSeven, hintedZoneSlice("svc", &ips, "a>a:6", "b>b:5", "c>c:2"))
+	ips = 0
+	upstream := slicesState(upSeven, hintedZoneSlice("svc", &ips, "a>a:6", "b>b:4", "c>c:2"))
+	ips = 0
+	weirSeven := hintedZoneSlice("svc", &ips, "a>a:3", "b>b:2", "c>c:2")
+	weirBefore := slicesState(weirSeven, hintedZoneSlice("svc", &ips, "a>a:5", "a>c:1", "b>b:3", "b>c:2", "c>c:2"))
+	ips = 0
+	weir := slicesState(weirSeven, hintedZoneSlice("svc", &ips, "a>a:4", "a>c:2", "b>b:3", "b>c:1", "c>c:2"))
+	if d := classifyHints(t, upstream, weir, &upBefore, &weirBefore); !d.arbitraryHints {
+		t.Errorf("seed 124's kept slices: %+v, want arbitrary hint order", d)
+	}
+	// Upstream's totals (a 8, b 4, c 7) are no fresh allocation of 19 endpoints (targets
+	// 7.125, 4.75, 7.125): without its slice of 7 as it was, it is no order of upstream's.
+	if d := classifyHints(t, upstream, weir, &weirBefore, &weirBefore); d.arbitraryHints {
+		t.Errorf("upstream's kept slice not in its previous state: classified")
+	}
+	empty := slicesState()
+	if d := classifyHints(t, upstream, weir, &empty, &weirBefore); d.arbitraryHints {
+		t.Errorf("no slice before: classified")
+	}
+	// At the initial state (no previous check) any slice may have been kept: seed 378's shape.
+	ips = 0
+	up378 := slicesState(hintedZoneSlice("svc", &ips, "a>a:4", "b>b:2", "c>c:4"),
+		hintedZoneSlice("svc", &ips, "a>a:5", "b>a:2", "b>b:5", "b>c:1", "c>c:5"))
+	ips = 0
+	weir378 := slicesState(hintedZoneSlice("svc", &ips, "a>a:3", "a>c:1", "b>b:2", "c>c:4"),
+		hintedZoneSlice("svc", &ips, "a>a:5", "b>a:3", "b>b:5", "c>c:5"))
+	if d := classifyHints(t, up378, weir378, nil, nil); !d.arbitraryHints {
+		t.Errorf("seed 378's initial state: %+v, want arbitrary hint order", d)
+	}
+	// A kept slice over its zone's maximum (28 endpoints: zone-a's maximum 13) is no order.
+	ips = 0
+	over := slicesState(hintedZoneSlice("svc", &ips, "a>a:4", "b>b:2", "c>c:4"),
+		hintedZoneSlice("svc", &ips, "a>a:5", "b>a:5", "b>b:3", "c>a:5"))
+	if d := classifyHints(t, up378, over, nil, nil); d.arbitraryHints {
+		t.Errorf("a kept slice over zone-a's maximum: classified")
+	}
+}
+
+func TestAnotherManagersSliceIsLeftOutOfTheHints(t *testing.T) {
+	// Seed 378 in a later 500-run: a slice of someone else beside the Service's own, with a
+	// ready endpoint without a zone or hint, which upstream's allocation never sees. Upstream
+	// kept its slice of 20 and gave zone-c's two in the other; weir kept its own slice of 20
+	// (one of zone-b's for zone-a) and gave one of zone-c's.
+	foreign := endpointSlice("svc", 80, "192.0.2.1")
+	delete(foreign.Labels, discoveryv1.LabelManagedBy)
+	ips := 0
+	upstream := slicesState(foreign, hintedZoneSlice("svc", &ips, "a>a:6", "b>b:3", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:2", "c>c:5"))
+	ips = 0
+	weir := slicesState(foreign, hintedZoneSlice("svc", &ips, "a>a:6", "b>a:1", "b>b:2", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:1", "c>c:6"))
+	if d := classifyHints(t, upstream, weir, nil, nil); !d.arbitraryHints {
+		t.Errorf("beside a foreign slice: %+v, want arbitrary hint order", d)
+	}
+	// Owned by the controller, the same unhinted endpoint without a zone is no order of
+	// upstream's (it would remove every hint, R5.13).
+	owned := endpointSlice("svc", 80, "192.0.2.1")
+	ips = 0
+	upOwned := slicesState(owned, hintedZoneSlice("svc", &ips, "a>a:6", "b>b:3", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:2", "c>c:5"))
+	ips = 0
+	weirOwned := slicesState(owned, hintedZoneSlice("svc", &ips, "a>a:6", "b>a:1", "b>b:2", "b>c:2", "c>c:9"),
+		hintedZoneSlice("svc", &ips, "a>a:8", "b>b:8", "c>a:1", "c>c:6"))
+	if d := classifyHints(t, upOwned, weirOwned, nil, nil); d.arbitraryHints {
+		t.Errorf("an owned slice with a ready endpoint without a zone: classified")
+	}
 }
