@@ -108,7 +108,7 @@ fn python_sdk_unit_tests_pass() {
     let bindings = scratch("python-bindings");
     run(Command::new("componentize-py")
         .arg("-d")
-        .arg(root().join("wit/hooks/v0.1"))
+        .arg(root().join("wit/hooks/v0.2"))
         .args(["-w", "hooks", "bindings"])
         .arg(&bindings));
     let tests = root().join("guest/python/tests");
@@ -175,7 +175,7 @@ fn build_example(name: &str, lang: &str, out: &Path) -> PathBuf {
     match lang {
         "python" => run(Command::new("componentize-py")
             .arg("-d")
-            .arg(root().join("wit/hooks/v0.1"))
+            .arg(root().join("wit/hooks/v0.2"))
             .args(["-w", "hooks", "componentize", "-p"])
             .arg(&source)
             .arg("-p")

@@ -1,22 +1,28 @@
 //! weir's hooks engine: upstream's endpoint and EndpointSlice controllers (the `weir-policy`
-//! SDK's drive) as a component of world `weir:hooks/engine@0.1.0`. It exports the ordinary
-//! `weir:endpoints@0.2.0` functions and imports `weir:hooks/policy@0.1.0`, the hooks a policy
+//! SDK's drive) as a component of world `weir:hooks/engine@0.2.0`. It exports the ordinary
+//! `weir:endpoints@0.2.0` functions and imports `weir:hooks/policy@0.2.0`, the hooks a policy
 //! in any language exports; `weir policy build` composes the two into one guest.
 //!
-//! Each pass of a sync asks the hooks once ([`weir_policy::batch`]): `decide` gets every
-//! candidate pod with upstream's ports and endpoint, and its choices are checked against the
+//! A sync asks the hooks `configure` (what the policy reads), then `begin` with the pods
+//! trimmed to those reads ([`reads`]), then `decide` once per pass ([`weir_policy::batch`])
+//! with the candidates as parallel lists; the changes it answers are checked against the
 //! candidates before upstream's steps use them.
 
-use weir_policy::batch::{self, Candidate, Choice, PassPolicy};
-use weir_policy::types::{Decision, Request};
-use weir_policy::{Context, Family, Output};
+mod reads;
 
-/// Bindings generated from `wit/hooks/v0.1` (world `engine`). The `weir:endpoints` records
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use weir_policy::batch::{self, Candidate, Choice, PassPolicy};
+use weir_policy::types::{Decision, Pod, Request};
+use weir_policy::{Context, Family, Output, Port};
+
+/// Bindings generated from `wit/hooks/v0.2` (world `engine`). The `weir:endpoints` records
 /// and the log import are the SDK's own, so the drive's values cross without conversion.
 #[allow(missing_docs, clippy::all, unsafe_code)]
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/hooks/v0.1",
+        path: "../../wit/hooks/v0.2",
         world: "engine",
         with: {
             "weir:endpoints/types@0.2.0": weir_policy::bindings::weir::endpoints::types,
@@ -30,15 +36,61 @@ mod bindings {
 
 use bindings::weir::hooks::policy as hooks;
 
+/// Bits of `candidates.endpoints` (`wit/hooks/v0.2/hooks.wit`).
+const ENDPOINT_PRESENT: u8 = 1;
+const ENDPOINT_READY: u8 = 2;
+const ENDPOINT_SERVING: u8 = 4;
+const ENDPOINT_TERMINATING: u8 = 8;
+
 /// The policy behind the imported hooks, for one call.
-struct Hooks<'c> {
-    /// The request's configuration, handed to the hooks as it came.
-    config: &'c str,
+struct Hooks<'r> {
+    request: &'r Request,
+    /// What `configure` said the policy reads; set by [`PassPolicy::validate`], which the
+    /// drive calls before any pass.
+    reads: RefCell<Option<hooks::Reads>>,
+    /// Whether `begin` was called for this sync: at the first pass, so a sync without passes
+    /// sends no pods.
+    begun: Cell<bool>,
+    /// Each request pod's index, by its address (stable for the request's lifetime).
+    index: RefCell<HashMap<usize, u32>>,
+}
+
+impl<'r> Hooks<'r> {
+    fn new(request: &'r Request) -> Self {
+        Hooks {
+            request,
+            reads: RefCell::new(None),
+            begun: Cell::new(false),
+            index: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Sends the sync to the hooks, once, with the pods trimmed to what the policy reads.
+    fn begin(&self, ctx: &Context<'_>, reads: &hooks::Reads) {
+        if self.begun.replace(true) {
+            return;
+        }
+        let pods = &self.request.pods;
+        let sync = hooks::Sync {
+            service: ctx.service.clone(),
+            config: self.request.config.clone(),
+            pods: pods.iter().map(|pod| reads::trimmed(pod, reads)).collect(),
+        };
+        *self.index.borrow_mut() = (0u32..).zip(pods).map(|(i, pod)| (key(pod), i)).collect();
+        hooks::begin(&sync);
+    }
+}
+
+/// A pod's key: its address in the request.
+fn key(pod: &Pod) -> usize {
+    std::ptr::from_ref(pod) as usize
 }
 
 impl PassPolicy for Hooks<'_> {
     fn validate(&self) -> Result<(), String> {
-        hooks::validate_config(self.config)
+        let reads = hooks::configure(&self.request.config)?;
+        *self.reads.borrow_mut() = Some(reads);
+        Ok(())
     }
 
     fn decide(
@@ -46,6 +98,9 @@ impl PassPolicy for Hooks<'_> {
         ctx: &Context<'_>,
         candidates: &[Candidate<'_>],
     ) -> Result<Vec<Choice>, String> {
+        let reads = self.reads.borrow();
+        let reads = reads.as_ref().ok_or("the hooks were not configured")?;
+        self.begin(ctx, reads);
         let pass = hooks::Pass {
             output: match ctx.output {
                 Output::Endpoints => hooks::Output::Endpoints,
@@ -55,49 +110,102 @@ impl PassPolicy for Hooks<'_> {
                 Family::V4 => hooks::Family::Ipv4,
                 Family::V6 => hooks::Family::Ipv6,
             },
-            service: ctx.service.clone(),
-            config: self.config.to_owned(),
         };
-        let asked: Vec<hooks::Candidate> = candidates.iter().map(to_hooks).collect();
-        let choices =
-            hooks::decide(&pass, &asked).map_err(|e| format!("the policy's decide failed: {e}"))?;
-        Ok(choices.into_iter().map(from_hooks).collect())
+        let asked = to_hooks(candidates, reads, &self.index.borrow())?;
+        let changes =
+            hooks::decide(pass, &asked).map_err(|e| format!("the policy's decide failed: {e}"))?;
+        choices(changes, candidates.len())
     }
 }
 
-/// A candidate as the hooks receive it.
-fn to_hooks(candidate: &Candidate<'_>) -> hooks::Candidate {
-    hooks::Candidate {
-        pod: candidate.pod.clone(),
-        ports: candidate
-            .ports
+/// The candidates of a pass as the hooks receive them.
+fn to_hooks(
+    candidates: &[Candidate<'_>],
+    reads: &hooks::Reads,
+    index: &HashMap<usize, u32>,
+) -> Result<hooks::Candidates, String> {
+    let pods = candidates
+        .iter()
+        .map(|c| {
+            index.get(&key(c.pod)).copied().ok_or_else(|| {
+                format!(
+                    "Pod {}/{} is not in the request",
+                    c.pod.namespace, c.pod.name
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let endpoints = candidates
+        .iter()
+        .map(|c| {
+            c.verdict.as_ref().map_or(0, |v| {
+                ENDPOINT_PRESENT
+                    | if v.ready { ENDPOINT_READY } else { 0 }
+                    | if v.serving { ENDPOINT_SERVING } else { 0 }
+                    | if v.terminating {
+                        ENDPOINT_TERMINATING
+                    } else {
+                        0
+                    }
+            })
+        })
+        .collect();
+    let ports = if reads.ports {
+        candidates
             .iter()
-            .cloned()
-            .map(weir_policy::Port::into_owned)
-            .collect(),
-        verdict: candidate.verdict.as_ref().map(|v| hooks::Verdict {
-            include: v.include,
-            ready: v.ready,
-            serving: v.serving,
-            terminating: v.terminating,
-            address: v.address.clone().into_owned(),
-        }),
-    }
+            .map(|c| c.ports.iter().cloned().map(Port::into_owned).collect())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let addresses = if reads.addresses {
+        candidates
+            .iter()
+            .map(|c| c.verdict.as_ref().map(|v| v.address.clone().into_owned()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(hooks::Candidates {
+        pods,
+        endpoints,
+        ports,
+        addresses,
+    })
 }
 
-/// The hooks' answer for one candidate, as the drive applies it.
-fn from_hooks(choice: hooks::Choice) -> Choice {
-    Choice {
-        include: choice.include,
-        ports: choice.ports,
-        endpoint: choice.verdict.map(|v| batch::Endpoint {
-            include: v.include,
-            ready: v.ready,
-            serving: v.serving,
-            terminating: v.terminating,
-            address: v.address,
-        }),
+/// One choice per candidate from the hooks' sparse changes; an error for a change that names
+/// no candidate or a candidate changed twice.
+fn choices(changes: Vec<hooks::Change>, candidates: usize) -> Result<Vec<Choice>, String> {
+    let mut choices = vec![None; candidates];
+    for change in changes {
+        let at = change.candidate as usize;
+        let Some(slot) = choices.get_mut(at) else {
+            return Err(format!(
+                "the policy changed candidate {at}, but the pass has {candidates} candidates"
+            ));
+        };
+        if slot.is_some() {
+            return Err(format!(
+                "the policy changed candidate {at} twice; answer at most one change per candidate"
+            ));
+        }
+        *slot = Some(Choice {
+            include: change.include,
+            ports: change.ports,
+            endpoint: change.endpoint.map(|e| batch::Endpoint {
+                include: e.publish,
+                ready: e.ready,
+                serving: e.serving,
+                terminating: e.terminating,
+                address: e.address,
+            }),
+        });
     }
+    Ok(choices
+        .into_iter()
+        .map(|c| c.unwrap_or(Choice::UNCHANGED))
+        .collect())
 }
 
 /// The component's exports.
@@ -105,17 +213,15 @@ struct Engine;
 
 impl bindings::Guest for Engine {
     fn validate_config(config: String) -> Result<(), String> {
-        Hooks { config: &config }.validate()
+        hooks::configure(&config).map(drop)
     }
 
     fn reconcile(request: Request) -> Result<Decision, String> {
-        batch::reconcile_passes(
-            &Hooks {
-                config: &request.config,
-            },
-            &request,
-        )
+        batch::reconcile_passes(&Hooks::new(&request), &request)
     }
 }
 
 weir_policy::arena_allocator!();
+
+#[cfg(test)]
+mod tests;
