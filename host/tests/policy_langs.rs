@@ -203,7 +203,7 @@ fn examples_in_python_and_typescript_pass_the_rust_examples_cases() {
     componentize_py_available();
     js_tools();
     let out = scratch("examples");
-    for name in ["drain-annotation", "node-allowlist"] {
+    for name in ["drain-annotation", "node-allowlist", "panic-threshold"] {
         let cases = root().join("guest/examples").join(name).join("cases");
         let n = yaml_files(&cases);
         assert!(n >= 4, "{name}: only {n} cases");

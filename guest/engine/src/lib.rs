@@ -3,10 +3,10 @@
 //! `weir:endpoints@0.2.0` functions and imports `weir:hooks/policy@0.2.0`, the hooks a policy
 //! in any language exports; `weir policy build` composes the two into one guest.
 //!
-//! A sync asks the hooks `configure` (what the policy reads), then `begin` with the pods
-//! trimmed to those reads ([`reads`]), then `decide` once per pass ([`weir_policy::batch`])
-//! with the candidates as parallel lists; the changes it answers are checked against the
-//! candidates before upstream's steps use them.
+//! A sync asks the hooks `configure` (what the policy reads), then `begin` with the pods as
+//! columns of only those reads ([`reads`]), then `decide` once per pass
+//! ([`weir_policy::batch`]) with a byte per pod; the changes it answers are checked against
+//! the candidates before upstream's steps use them.
 
 mod reads;
 
@@ -36,11 +36,12 @@ mod bindings {
 
 use bindings::weir::hooks::policy as hooks;
 
-/// Bits of `candidates.endpoints` (`wit/hooks/v0.2/hooks.wit`).
+/// Bits of a pod's byte in a pass (`candidates` in `wit/hooks/v0.2/hooks.wit`).
 const ENDPOINT_PRESENT: u8 = 1;
 const ENDPOINT_READY: u8 = 2;
 const ENDPOINT_SERVING: u8 = 4;
 const ENDPOINT_TERMINATING: u8 = 8;
+const CANDIDATE: u8 = 16;
 
 /// The policy behind the imported hooks, for one call.
 struct Hooks<'r> {
@@ -74,7 +75,7 @@ impl<'r> Hooks<'r> {
         let sync = hooks::Sync {
             service: ctx.service.clone(),
             config: self.request.config.clone(),
-            pods: pods.iter().map(|pod| reads::trimmed(pod, reads)).collect(),
+            pods: reads::columns(pods, reads),
         };
         *self.index.borrow_mut() = (0u32..).zip(pods).map(|(i, pod)| (key(pod), i)).collect();
         hooks::begin(&sync);
@@ -111,20 +112,21 @@ impl PassPolicy for Hooks<'_> {
                 Family::V6 => hooks::Family::Ipv6,
             },
         };
-        let asked = to_hooks(candidates, reads, &self.index.borrow())?;
+        let index = self.index.borrow();
+        let at = positions(candidates, &index)?;
+        let asked = to_hooks(candidates, &at, self.request.pods.len(), reads);
         let changes =
             hooks::decide(pass, &asked).map_err(|e| format!("the policy's decide failed: {e}"))?;
-        choices(changes, candidates.len())
+        choices(changes, &at, candidates.len())
     }
 }
 
-/// The candidates of a pass as the hooks receive them.
-fn to_hooks(
+/// Each candidate's pod index in the request.
+fn positions(
     candidates: &[Candidate<'_>],
-    reads: &hooks::Reads,
     index: &HashMap<usize, u32>,
-) -> Result<hooks::Candidates, String> {
-    let pods = candidates
+) -> Result<Vec<u32>, String> {
+    candidates
         .iter()
         .map(|c| {
             index.get(&key(c.pod)).copied().ok_or_else(|| {
@@ -134,11 +136,32 @@ fn to_hooks(
                 )
             })
         })
-        .collect::<Result<_, _>>()?;
-    let endpoints = candidates
-        .iter()
-        .map(|c| {
-            c.verdict.as_ref().map_or(0, |v| {
+        .collect()
+}
+
+/// A pass as the hooks receive it: one entry per request pod (`pods` of them), candidate `i`
+/// at `at[i]`.
+fn to_hooks(
+    candidates: &[Candidate<'_>],
+    at: &[u32],
+    pods: usize,
+    reads: &hooks::Reads,
+) -> hooks::Candidates {
+    let mut bits = vec![0u8; pods];
+    let mut ports = if reads.ports {
+        vec![Vec::new(); pods]
+    } else {
+        Vec::new()
+    };
+    let mut addresses = if reads.addresses {
+        vec![None; pods]
+    } else {
+        Vec::new()
+    };
+    for (c, &i) in candidates.iter().zip(at) {
+        let i = i as usize;
+        bits[i] = CANDIDATE
+            | c.verdict.as_ref().map_or(0, |v| {
                 ENDPOINT_PRESENT
                     | if v.ready { ENDPOINT_READY } else { 0 }
                     | if v.serving { ENDPOINT_SERVING } else { 0 }
@@ -147,50 +170,44 @@ fn to_hooks(
                     } else {
                         0
                     }
-            })
-        })
-        .collect();
-    let ports = if reads.ports {
-        candidates
-            .iter()
-            .map(|c| c.ports.iter().cloned().map(Port::into_owned).collect())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let addresses = if reads.addresses {
-        candidates
-            .iter()
-            .map(|c| c.verdict.as_ref().map(|v| v.address.clone().into_owned()))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    Ok(hooks::Candidates {
-        pods,
-        endpoints,
+            });
+        if reads.ports {
+            ports[i] = c.ports.iter().cloned().map(Port::into_owned).collect();
+        }
+        if reads.addresses {
+            addresses[i] = c.verdict.as_ref().map(|v| v.address.clone().into_owned());
+        }
+    }
+    hooks::Candidates {
+        pods: bits,
         ports,
         addresses,
-    })
+    }
 }
 
-/// One choice per candidate from the hooks' sparse changes; an error for a change that names
-/// no candidate or a candidate changed twice.
-fn choices(changes: Vec<hooks::Change>, candidates: usize) -> Result<Vec<Choice>, String> {
+/// One choice per candidate from the hooks' sparse changes (candidate `i` is pod `at[i]`); an
+/// error for a change that names no candidate or a candidate changed twice.
+fn choices(
+    changes: Vec<hooks::Change>,
+    at: &[u32],
+    candidates: usize,
+) -> Result<Vec<Choice>, String> {
+    let position: HashMap<u32, usize> = at.iter().enumerate().map(|(i, &pod)| (pod, i)).collect();
     let mut choices = vec![None; candidates];
     for change in changes {
-        let at = change.candidate as usize;
-        let Some(slot) = choices.get_mut(at) else {
+        let Some(&i) = position.get(&change.pod) else {
             return Err(format!(
-                "the policy changed candidate {at}, but the pass has {candidates} candidates"
+                "the policy changed pod {}, which is not a candidate of this pass",
+                change.pod
             ));
         };
-        if slot.is_some() {
+        if choices[i].is_some() {
             return Err(format!(
-                "the policy changed candidate {at} twice; answer at most one change per candidate"
+                "the policy changed pod {} twice; answer at most one change per candidate",
+                change.pod
             ));
         }
-        *slot = Some(Choice {
+        choices[i] = Some(Choice {
             include: change.include,
             ports: change.ports,
             endpoint: change.endpoint.map(|e| batch::Endpoint {

@@ -1,10 +1,11 @@
-//! A pod as a policy's hooks see it: only the fields its `reads` names (`wit/hooks/v0.2`).
-//! Every field crosses the component boundary as a copy and, in Python or JavaScript, becomes
-//! an object field by field, so a field nobody reads is not sent.
+//! The pods of a sync as a policy's hooks see them: columns (`pods` of `wit/hooks/v0.2`),
+//! filled only for the fields the policy reads. Every value crosses the component boundary as a
+//! copy and, in Python or JavaScript, becomes an object field by field; a column nobody reads is
+//! empty and costs nothing, and a pod is never a record of mostly empty fields.
 
 use weir_policy::types::{KeyValue, Pod};
 
-use crate::hooks::{PodFields, Reads};
+use crate::hooks::{PodFields, Pods, Reads};
 
 /// What a policy that says nothing about its reads gets: every field of every pod, and each
 /// candidate's ports and address.
@@ -19,68 +20,43 @@ pub(crate) fn everything() -> Reads {
     }
 }
 
-/// `pod` with its `namespace` and `name`, and of its other fields those `reads` names; the
-/// rest empty.
-pub(crate) fn trimmed(pod: &Pod, reads: &Reads) -> Pod {
+/// `pods` as columns: names, the labels and annotations `reads` names, and the columns of the
+/// fields it names; the other columns empty.
+pub(crate) fn columns(pods: &[Pod], reads: &Reads) -> Pods {
     let fields = reads.fields;
-    let has = |field: PodFields| fields.contains(field);
-    Pod {
-        namespace: pod.namespace.clone(),
-        name: pod.name.clone(),
-        uid: if has(PodFields::UID) {
-            pod.uid.clone()
-        } else {
-            String::new()
-        },
-        labels: entries(&pod.labels, reads.labels.as_deref()),
-        annotations: entries(&pod.annotations, reads.annotations.as_deref()),
-        node_name: if has(PodFields::NODE_NAME) {
-            pod.node_name.clone()
-        } else {
-            String::new()
-        },
-        hostname: if has(PodFields::HOSTNAME) {
-            pod.hostname.clone()
-        } else {
-            String::new()
-        },
-        subdomain: if has(PodFields::SUBDOMAIN) {
-            pod.subdomain.clone()
-        } else {
-            String::new()
-        },
-        pod_ip: if has(PodFields::POD_IPS) {
-            pod.pod_ip.clone()
-        } else {
-            None
-        },
-        pod_ips: if has(PodFields::POD_IPS) {
-            pod.pod_ips.clone()
+    // One column: `get` of every pod when the policy reads `field`, else nothing.
+    fn column<T>(pods: &[Pod], read: bool, get: impl Fn(&Pod) -> T) -> Vec<T> {
+        if read {
+            pods.iter().map(get).collect()
         } else {
             Vec::new()
-        },
-        phase: if has(PodFields::PHASE) {
-            pod.phase.clone()
-        } else {
-            String::new()
-        },
-        conditions: if has(PodFields::CONDITIONS) {
-            pod.conditions.clone()
-        } else {
-            Vec::new()
-        },
-        terminating: has(PodFields::TERMINATING) && pod.terminating,
-        node_exists: has(PodFields::NODE_EXISTS) && pod.node_exists,
-        zone: if has(PodFields::ZONE) {
-            pod.zone.clone()
-        } else {
-            None
-        },
-        container_ports: if has(PodFields::CONTAINER_PORTS) {
-            pod.container_ports.clone()
-        } else {
-            Vec::new()
-        },
+        }
+    }
+    let has = |field| fields.contains(field);
+    Pods {
+        names: pods.iter().map(|p| p.name.clone()).collect(),
+        labels: pods
+            .iter()
+            .map(|p| entries(&p.labels, reads.labels.as_deref()))
+            .collect(),
+        annotations: pods
+            .iter()
+            .map(|p| entries(&p.annotations, reads.annotations.as_deref()))
+            .collect(),
+        uids: column(pods, has(PodFields::UID), |p| p.uid.clone()),
+        node_names: column(pods, has(PodFields::NODE_NAME), |p| p.node_name.clone()),
+        hostnames: column(pods, has(PodFields::HOSTNAME), |p| p.hostname.clone()),
+        subdomains: column(pods, has(PodFields::SUBDOMAIN), |p| p.subdomain.clone()),
+        pod_ip: column(pods, has(PodFields::POD_IPS), |p| p.pod_ip.clone()),
+        pod_ips: column(pods, has(PodFields::POD_IPS), |p| p.pod_ips.clone()),
+        phases: column(pods, has(PodFields::PHASE), |p| p.phase.clone()),
+        conditions: column(pods, has(PodFields::CONDITIONS), |p| p.conditions.clone()),
+        terminating: column(pods, has(PodFields::TERMINATING), |p| p.terminating),
+        node_exists: column(pods, has(PodFields::NODE_EXISTS), |p| p.node_exists),
+        zones: column(pods, has(PodFields::ZONE), |p| p.zone.clone()),
+        container_ports: column(pods, has(PodFields::CONTAINER_PORTS), |p| {
+            p.container_ports.clone()
+        }),
     }
 }
 
@@ -101,8 +77,8 @@ mod tests {
     use super::*;
     use weir_policy::testing::{kv, pod};
 
-    fn full() -> Pod {
-        let mut p = pod("a", "10.0.0.1", true);
+    fn full(name: &str) -> Pod {
+        let mut p = pod(name, "10.0.0.1", true);
         p.labels.push(kv("tier", "web"));
         p.annotations = vec![kv("weir.dev/drain", "true"), kv("note", "x")];
         p.hostname = "h".into();
@@ -113,54 +89,47 @@ mod tests {
     }
 
     #[test]
-    fn everything_keeps_the_pod_as_it_is() {
-        assert_eq!(trimmed(&full(), &everything()), full());
+    fn everything_fills_every_column_in_pod_order() {
+        let pods = [full("a"), pod("b", "10.0.0.2", false)];
+        let got = columns(&pods, &everything());
+        assert_eq!(got.names, ["a", "b"]);
+        assert_eq!(got.labels, [pods[0].labels.clone(), pods[1].labels.clone()]);
+        assert_eq!(got.annotations[0], pods[0].annotations);
+        assert_eq!(got.uids, ["a-uid", "b-uid"]);
+        assert_eq!(got.node_names, ["node-1", "node-1"]);
+        assert_eq!(got.hostnames, ["h", ""]);
+        assert_eq!(got.subdomains, ["s", ""]);
+        assert_eq!(got.pod_ip[1].as_deref(), Some("10.0.0.2"));
+        assert_eq!(got.pod_ips[1], ["10.0.0.2"]);
+        assert_eq!(got.phases, ["Running", "Running"]);
+        assert_eq!(got.conditions[1], pods[1].conditions);
+        assert_eq!(got.terminating, [true, false]);
+        assert_eq!(got.node_exists, [true, true]);
+        assert_eq!(got.zones, [Some("zone-a".to_string()), None]);
+        assert_eq!(got.container_ports.len(), 2);
     }
 
     #[test]
-    fn only_the_named_keys_and_fields_cross() {
+    fn only_the_named_keys_and_columns_cross() {
         let reads = Reads {
             labels: Some(vec![]),
             annotations: Some(vec!["weir.dev/drain".into(), "absent".into()]),
-            fields: PodFields::NODE_NAME | PodFields::ZONE,
+            fields: PodFields::NODE_NAME,
             ports: false,
             addresses: false,
         };
-        let got = trimmed(&full(), &reads);
-        assert_eq!((got.namespace.as_str(), got.name.as_str()), ("ns", "a"));
-        assert_eq!(got.annotations, [kv("weir.dev/drain", "true")]);
-        assert!(got.labels.is_empty());
-        assert_eq!(got.node_name, "node-1");
-        assert_eq!(got.zone.as_deref(), Some("zone-a"));
-        assert_eq!(got.uid, "");
-        assert_eq!((got.pod_ip, got.pod_ips.len()), (None, 0));
-        assert_eq!((got.phase.as_str(), got.conditions.len()), ("", 0));
-        assert_eq!((got.hostname.as_str(), got.subdomain.as_str()), ("", ""));
-        assert!(!got.terminating && !got.node_exists);
-    }
-
-    #[test]
-    fn each_flag_brings_its_field() {
-        let p = full();
-        let only = |fields| Reads {
-            fields,
-            ..everything()
-        };
-        assert_eq!(trimmed(&p, &only(PodFields::UID)).uid, p.uid);
-        assert_eq!(trimmed(&p, &only(PodFields::HOSTNAME)).hostname, "h");
-        assert_eq!(trimmed(&p, &only(PodFields::SUBDOMAIN)).subdomain, "s");
-        assert_eq!(trimmed(&p, &only(PodFields::POD_IPS)).pod_ips, p.pod_ips);
-        assert_eq!(trimmed(&p, &only(PodFields::PHASE)).phase, "Running");
+        let got = columns(&[full("a"), pod("b", "10.0.0.2", true)], &reads);
+        assert_eq!(got.names, ["a", "b"]);
+        assert_eq!(got.labels, [vec![], vec![]]);
         assert_eq!(
-            trimmed(&p, &only(PodFields::CONDITIONS)).conditions,
-            p.conditions
+            got.annotations,
+            [vec![kv("weir.dev/drain", "true")], vec![]]
         );
-        assert!(trimmed(&p, &only(PodFields::TERMINATING)).terminating);
-        assert!(trimmed(&p, &only(PodFields::NODE_EXISTS)).node_exists);
-        assert_eq!(
-            trimmed(&p, &only(PodFields::empty())).labels,
-            p.labels,
-            "labels: None is every label"
-        );
+        assert_eq!(got.node_names, ["node-1", "node-1"]);
+        assert!(got.uids.is_empty() && got.hostnames.is_empty() && got.subdomains.is_empty());
+        assert!(got.pod_ip.is_empty() && got.pod_ips.is_empty() && got.phases.is_empty());
+        assert!(got.conditions.is_empty() && got.terminating.is_empty());
+        assert!(got.node_exists.is_empty() && got.zones.is_empty());
+        assert!(got.container_ports.is_empty());
     }
 }

@@ -195,6 +195,8 @@ export interface Hooks {
 export function exportPolicy(PolicyClass: new () => Policy): Hooks {
   let configured: { config: string; policy: Policy; reads: HooksReads } | undefined;
   let sync: Sync | undefined;
+  // The sync's pods as records, made at its first pass.
+  let pods: Pod[] | undefined;
   // Parsed once per distinct text, so every sync under it shares one policy object. Errors
   // reach the host as the hook's `err` (componentize-js turns a thrown string into one).
   const configure = (config: string): { policy: Policy; reads: HooksReads } => {
@@ -214,12 +216,14 @@ export function exportPolicy(PolicyClass: new () => Policy): Hooks {
     },
     begin(next: Sync): void {
       sync = next;
+      pods = undefined;
     },
     decide(pass: Pass, candidates: Candidates): Change[] {
       if (!sync) throw "decide before begin";
       const { policy } = configure(sync.config);
       try {
-        return decide(policy, sync, pass, candidates);
+        pods ??= podsOf(sync);
+        return decide(policy, sync, pass, candidates, pods);
       } catch (e) {
         throw `policy hook failed: ${reason(e)}`;
       }
@@ -250,18 +254,52 @@ export function readsOf(policy: Policy): HooksReads {
   };
 }
 
-/** The bits of `candidates.endpoints` (wit/hooks/v0.2/hooks.wit). */
+/** The bits of a pod's byte in a pass (`candidates` in wit/hooks/v0.2/hooks.wit). */
 const PRESENT = 1;
 const READY = 2;
 const SERVING = 4;
 const TERMINATING = 8;
+const CANDIDATE = 16;
+
+/**
+ * The sync's pods as {@link Pod} records, from its columns; a field the policy does not read
+ * is empty (`""`, `[]`, `false` or `undefined`).
+ */
+export function podsOf(sync: Sync): Pod[] {
+  const c = sync.pods;
+  const namespace = sync.service.namespace;
+  return c.names.map((name, i) => ({
+    namespace,
+    name,
+    uid: c.uids[i] ?? "",
+    labels: c.labels[i],
+    annotations: c.annotations[i],
+    nodeName: c.nodeNames[i] ?? "",
+    hostname: c.hostnames[i] ?? "",
+    subdomain: c.subdomains[i] ?? "",
+    podIp: c.podIp[i],
+    podIps: c.podIps[i] ?? [],
+    phase: c.phases[i] ?? "",
+    conditions: c.conditions[i] ?? [],
+    terminating: c.terminating[i] ?? false,
+    nodeExists: c.nodeExists[i] ?? false,
+    zone: c.zones[i],
+    containerPorts: c.containerPorts[i] ?? [],
+  }));
+}
 
 /**
  * Answers one pass with `policy`'s hooks, in the Rust SDK's order: `include`, then `ports`
  * and `verdict` per pod, then `verdicts` over the pass. Returns the changes alone; a hook the
  * policy does not override is not called.
  */
-export function decide(policy: Policy, sync: Sync, pass: Pass, candidates: Candidates): Change[] {
+export function decide(
+  policy: Policy,
+  sync: Sync,
+  pass: Pass,
+  candidates: Candidates,
+  pods: Pod[] = podsOf(sync),
+): Change[] {
   const wantsInclude = overrides(policy, "include");
   const wantsPorts = overrides(policy, "ports");
   const wantsVerdict = overrides(policy, "verdict");
@@ -279,10 +317,11 @@ export function decide(policy: Policy, sync: Sync, pass: Pass, candidates: Candi
   }[] = [];
   const count = candidates.pods.length;
   for (let i = 0; i < count; i++) {
-    const pod = sync.pods[candidates.pods[i]];
-    const bits = candidates.endpoints[i];
+    const bits = candidates.pods[i];
+    if (!(bits & CANDIDATE)) continue;
+    const pod = pods[i];
     if (wantsInclude && !policy.include(ctx, pod)) {
-      changes.push({ candidate: i, include: false });
+      changes.push({ pod: i, include: false });
       continue;
     }
     let ports: EndpointPort[] | undefined;
@@ -334,7 +373,7 @@ export function decide(policy: Policy, sync: Sync, pass: Pass, candidates: Candi
         };
       }
     }
-    if (endpoint || ports) changes.push({ candidate: at, include: true, ports, endpoint });
+    if (endpoint || ports) changes.push({ pod: at, include: true, ports, endpoint });
   }
   return changes;
 }

@@ -35,19 +35,30 @@ def address(p: types.Pod) -> types.EndpointAddress:
 
 
 def ready_bits(ready=True) -> int:
-    """Upstream's endpoint of a running pod in the Endpoints pass: present, serving, maybe ready."""
-    return 1 | (2 if ready else 0) | (4 if ready else 0)
+    """A candidate of the Endpoints pass with upstream's endpoint of a running pod: present,
+    serving, maybe ready."""
+    return 16 | 1 | (2 if ready else 0) | (4 if ready else 0)
+
+
+def columns(pods) -> hooks.Pods:
+    """`pods` as the engine sends them to a policy that reads everything."""
+    return hooks.Pods(
+        [p.name for p in pods], [p.labels for p in pods], [p.annotations for p in pods],
+        [p.uid for p in pods], [p.node_name for p in pods], [p.hostname for p in pods],
+        [p.subdomain for p in pods], [p.pod_ip for p in pods], [p.pod_ips for p in pods],
+        [p.phase for p in pods], [p.conditions for p in pods], [p.terminating for p in pods],
+        [p.node_exists for p in pods], [p.zone for p in pods], [p.container_ports for p in pods],
+    )
 
 
 def a_pass(pods, bits=None, config="", reads_ports=True, reads_addresses=True):
     """The sync and the Endpoints pass of `pods`, each a candidate with an endpoint unless its
     entry of `bits` says otherwise."""
     bits = bits if bits is not None else [ready_bits() for _ in pods]
-    sync = hooks.Sync(service(), config, pods)
+    sync = hooks.Sync(service(), config, columns(pods))
     candidates = hooks.Candidates(
-        list(range(len(pods))),
         bytes(bits),
-        [[PORT] for _ in pods] if reads_ports else [],
+        [[PORT] if b & 16 else [] for b in bits] if reads_ports else [],
         [address(p) if b & 1 else None for p, b in zip(pods, bits)] if reads_addresses else [],
     )
     return sync, hooks.Pass(hooks.Output.ENDPOINTS, hooks.Family.IPV4), candidates
@@ -124,7 +135,7 @@ class Recorder(Policy):
 class DecideTest(unittest.TestCase):
     def test_the_default_policy_changes_nothing(self):
         pods = [pod("a", "10.0.0.1"), pod("b", "10.0.0.2")]
-        self.assertEqual(weir_policy.decide(Policy(), *a_pass(pods, [ready_bits(), 0])), [])
+        self.assertEqual(weir_policy.decide(Policy(), *a_pass(pods, [ready_bits(), 16])), [])
 
     def test_hooks_that_change_nothing_answer_nothing(self):
         class Echo(Recorder):
@@ -138,12 +149,14 @@ class DecideTest(unittest.TestCase):
                 pass
 
         pods = [pod("a", "10.0.0.1"), pod("b", "10.0.0.2")]
-        self.assertEqual(weir_policy.decide(Echo(), *a_pass(pods, [ready_bits(), 0])), [])
+        self.assertEqual(weir_policy.decide(Echo(), *a_pass(pods, [ready_bits(), 16])), [])
 
     def test_hooks_run_in_the_rust_sdk_order_and_only_their_changes_come_back(self):
         policy = Recorder()
-        pods = [pod(n, f"10.0.0.{i}") for i, n in enumerate(["a", "b", "c", "d", "e"], 1)]
-        sync, pass_, cands = a_pass(pods, [ready_bits()] * 4 + [0])
+        names = ["a", "gone", "b", "c", "d", "e"]
+        pods = [pod(n, f"10.0.0.{i}") for i, n in enumerate(names, 1)]
+        # `gone` is no candidate (say, a terminal pod); `e` has no IP of the family.
+        sync, pass_, cands = a_pass(pods, [ready_bits(), 0] + [ready_bits()] * 3 + [16])
         changes = weir_policy.decide(policy, sync, pass_, cands)
         self.assertEqual(
             policy.calls,
@@ -152,12 +165,12 @@ class DecideTest(unittest.TestCase):
              ("ports", "d"), ("verdict", "d"), ("include", "e"), ("ports", "e"),
              ("verdicts", ["a", "c", "d"])],
         )
-        by = {c.candidate: c for c in changes}
-        self.assertEqual(sorted(by), [1, 2, 3], "a and e are unchanged")
-        self.assertEqual(by[1], hooks.Change(1, False, None, None))
-        self.assertEqual(by[2], hooks.Change(2, True, None, hooks.Endpoint(True, False, True, False, None)))
-        self.assertEqual(by[3], hooks.Change(3, True, [], None))
-        self.assertEqual(cands.ports[3], [PORT], "the candidate's own list is not changed")
+        by = {c.pod: c for c in changes}
+        self.assertEqual(sorted(by), [2, 3, 4], "a and e are unchanged, gone is not asked")
+        self.assertEqual(by[2], hooks.Change(2, False, None, None))
+        self.assertEqual(by[3], hooks.Change(3, True, None, hooks.Endpoint(True, False, True, False, None)))
+        self.assertEqual(by[4], hooks.Change(4, True, [], None))
+        self.assertEqual(cands.ports[4], [PORT], "the candidate's own list is not changed")
 
     def test_verdicts_sees_only_included_endpoints(self):
         class DropAll(Policy):
@@ -196,6 +209,18 @@ class DecideTest(unittest.TestCase):
         self.assertEqual(changes, [hooks.Change(0, True, None, hooks.Endpoint(True, True, True, False, moved))])
         weir_policy.decide(policy, *a_pass([p], reads_addresses=False))
         self.assertIsNone(policy.address)
+
+
+class PodsTest(unittest.TestCase):
+    def test_columns_make_whole_pods_and_unread_columns_make_empty_fields(self):
+        pods = [pod("a", "10.0.0.1", annotations=[("k", "v")]), pod("b", "10.0.0.2")]
+        self.assertEqual(weir_policy.pods_of(hooks.Sync(service(), "", columns(pods))), pods)
+        lean = hooks.Pods(["a", "b"], [[], []], [[types.KeyValue("k", "v")], []],
+                          *([[]] * 12))
+        got = weir_policy.pods_of(hooks.Sync(service(), "", lean))
+        self.assertEqual(got[0], types.Pod("ns", "a", "", [], [types.KeyValue("k", "v")], "", "", "",
+                                           None, [], "", [], False, False, None, []))
+        self.assertIsNot(got[0].conditions, got[1].conditions, "no two pods share a list")
 
 
 class ReadsTest(unittest.TestCase):

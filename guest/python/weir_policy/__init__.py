@@ -298,32 +298,76 @@ def reads_of(policy: Policy) -> hooks.Reads:
     )
 
 
-_PRESENT, _READY, _SERVING, _TERMINATING = 1, 2, 4, 8
-"""The bits of ``candidates.endpoints`` (wit/hooks/v0.2/hooks.wit)."""
+_PRESENT, _READY, _SERVING, _TERMINATING, _CANDIDATE = 1, 2, 4, 8, 16
+"""The bits of a pod's byte in a pass (``candidates`` in wit/hooks/v0.2/hooks.wit)."""
+
+
+def pods_of(sync: hooks.Sync) -> List[Pod]:
+    """The sync's pods as :class:`Pod` records, from its columns; a field the policy does not
+    read is empty (``""``, ``[]``, ``False`` or ``None``)."""
+    c = sync.pods
+    namespace = sync.service.namespace
+    count = len(c.names)
+
+    def column(values, empty):
+        return values if values else [empty] * count
+
+    # Lists are made per pod, so that no two pods share one.
+    def lists(values):
+        return values if values else [[] for _ in range(count)]
+
+    return [
+        Pod(namespace, *fields)
+        for fields in zip(
+            c.names,
+            column(c.uids, ""),
+            c.labels,
+            c.annotations,
+            column(c.node_names, ""),
+            column(c.hostnames, ""),
+            column(c.subdomains, ""),
+            column(c.pod_ip, None),
+            lists(c.pod_ips),
+            column(c.phases, ""),
+            lists(c.conditions),
+            column(c.terminating, False),
+            column(c.node_exists, False),
+            column(c.zones, None),
+            lists(c.container_ports),
+        )
+    ]
 
 
 def decide(
-    policy: Policy, sync: hooks.Sync, pass_: hooks.Pass, candidates: hooks.Candidates
+    policy: Policy,
+    sync: hooks.Sync,
+    pass_: hooks.Pass,
+    candidates: hooks.Candidates,
+    pods: Optional[List[Pod]] = None,
 ) -> List[hooks.Change]:
     """Answers one pass with ``policy``'s hooks, in the Rust SDK's order: ``include``, then
     ``ports`` and ``verdict`` per pod, then ``verdicts`` over the pass. Returns the changes
-    alone; a hook the policy does not override is not called."""
+    alone; a hook the policy does not override is not called. ``pods`` is
+    :func:`pods_of` ``sync``, made once per sync by the caller (made here when ``None``)."""
     wants_include = _overrides(policy, "include")
     wants_ports = _overrides(policy, "ports")
     wants_verdict = _overrides(policy, "verdict")
     wants_verdicts = _overrides(policy, "verdicts")
     if not (wants_include or wants_ports or wants_verdict or wants_verdicts):
         return []
+    if pods is None:
+        pods = pods_of(sync)
     ctx = Context(service=sync.service, output=pass_.output, family=pass_.family)
-    pods = sync.pods
     upstream_ports = candidates.ports
     addresses = candidates.addresses
     wants_endpoint = wants_verdict or wants_verdicts
     changes: List[hooks.Change] = []
-    # (candidate, verdict, upstream's bits, upstream's address, changed ports)
+    # (pod index, verdict, upstream's bits, upstream's address, changed ports)
     kept = []
-    for i, (at, bits) in enumerate(zip(candidates.pods, candidates.endpoints)):
-        pod = pods[at]
+    for i, bits in enumerate(candidates.pods):
+        if not bits & _CANDIDATE:
+            continue
+        pod = pods[i]
         if wants_include and not policy.include(ctx, pod):
             changes.append(hooks.Change(i, False, None, None))
             continue

@@ -18,6 +18,8 @@ import weir_policy
 
 _configured: Optional[Tuple[str, weir_policy.Policy, hooks.Reads]] = None
 _sync: Optional[hooks.Sync] = None
+_pods: Optional[List[weir_policy.Pod]] = None
+"""The sync's pods as records, made at its first pass that asks a hook."""
 
 
 def _configure(config: str) -> Tuple[weir_policy.Policy, hooks.Reads]:
@@ -52,14 +54,17 @@ class Policy(wit_world.exports.Policy):
         return _configure(config)[1]
 
     def begin(self, sync: hooks.Sync) -> None:
-        global _sync
-        _sync = sync
+        global _sync, _pods
+        _sync, _pods = sync, None
 
     def decide(self, pass_: hooks.Pass, candidates: hooks.Candidates) -> List[hooks.Change]:
         if _sync is None:
             raise Err("decide before begin")
+        global _pods
         policy = _configure(_sync.config)[0]
         try:
-            return weir_policy.decide(policy, _sync, pass_, candidates)
+            if _pods is None:
+                _pods = weir_policy.pods_of(_sync)
+            return weir_policy.decide(policy, _sync, pass_, candidates, _pods)
         except Exception as e:  # a bug in a hook fails this Service key, not the host
             raise Err(f"policy hook failed: {_reason(e)}") from None

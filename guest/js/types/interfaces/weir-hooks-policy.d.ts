@@ -13,12 +13,14 @@ declare module 'weir:hooks/policy@0.2.0' {
   export function begin(sync: Sync): void;
   /**
    * Decides one pass of the sync `begin` started: the changes, in any order, at most one
-   * per candidate. An `err`, or a change that does not fit the candidates, fails only this
+   * per candidate and none for another pod. An `err`, or a change that does not fit the candidates, fails only this
    * Service key: the host retries it and writes nothing.
    */
   export function decide(pass: Pass, candidates: Candidates): Array<Change>;
   export type Service = import('weir:endpoints/types@0.2.0').Service;
-  export type Pod = import('weir:endpoints/types@0.2.0').Pod;
+  export type KeyValue = import('weir:endpoints/types@0.2.0').KeyValue;
+  export type PodCondition = import('weir:endpoints/types@0.2.0').PodCondition;
+  export type ContainerPort = import('weir:endpoints/types@0.2.0').ContainerPort;
   export type EndpointAddress = import('weir:endpoints/types@0.2.0').EndpointAddress;
   export type EndpointPort = import('weir:endpoints/types@0.2.0').EndpointPort;
   /**
@@ -47,8 +49,8 @@ declare module 'weir:hooks/policy@0.2.0' {
    */
   export type Family = 'ipv4' | 'ipv6';
   /**
-   * The fields of `pod` beyond `namespace`, `name`, `labels` and `annotations`, one flag
-   * each. A field the policy does not read arrives empty (`""`, `[]`, `false`, `none`).
+   * The fields of `weir:endpoints/types.pod` beyond `namespace`, `name`, `labels` and
+   * `annotations`, one flag each: the columns of `pods` a policy reads.
    */
   export interface PodFields {
     /**
@@ -97,31 +99,98 @@ declare module 'weir:hooks/policy@0.2.0' {
     containerPorts?: boolean,
   }
   /**
-   * What a policy reads, under one configuration. Every pod always carries its `namespace`
-   * and `name`.
+   * What a policy reads, under one configuration.
    */
   export interface Reads {
     /**
-     * The label keys whose entries the pods carry; `none` for every label.
+     * The label keys whose entries `pods.labels` carries; `none` for every label.
      */
     labels?: Array<string>,
     /**
-     * The annotation keys whose entries the pods carry; `none` for every annotation.
+     * The annotation keys whose entries `pods.annotations` carries; `none` for every
+     * annotation.
      */
     annotations?: Array<string>,
     /**
-     * The other pod fields the pods carry.
+     * The other columns of `pods` that are filled.
      */
     fields: PodFields,
     /**
-     * Whether each pass sends upstream's ports of every candidate (`candidates.ports`).
+     * Whether each pass sends upstream's ports (`decide`'s `ports`).
      */
     ports: boolean,
     /**
-     * Whether each pass sends upstream's address of every candidate that has an endpoint
-     * (`candidates.addresses`).
+     * Whether each pass sends upstream's addresses (`decide`'s `addresses`).
      */
     addresses: boolean,
+  }
+  /**
+   * The request's pods, in request order, one column per field of
+   * `weir:endpoints/types.pod` (see there for each field's meaning). Every pod is in the
+   * Service's namespace. `names`, `labels` and `annotations` have one entry per pod; every
+   * other column has one entry per pod when `reads.fields` names it, and none otherwise.
+   */
+  export interface Pods {
+    /**
+     * `name`.
+     */
+    names: Array<string>,
+    /**
+     * `labels`: the entries whose keys `reads.labels` names (all when it is `none`).
+     */
+    labels: Array<Array<KeyValue>>,
+    /**
+     * `annotations`: the entries whose keys `reads.annotations` names (all when `none`).
+     */
+    annotations: Array<Array<KeyValue>>,
+    /**
+     * `uid`.
+     */
+    uids: Array<string>,
+    /**
+     * `node-name`.
+     */
+    nodeNames: Array<string>,
+    /**
+     * `hostname`.
+     */
+    hostnames: Array<string>,
+    /**
+     * `subdomain`.
+     */
+    subdomains: Array<string>,
+    /**
+     * `pod-ip`.
+     */
+    podIp: Array<string | undefined>,
+    /**
+     * `pod-ips`.
+     */
+    podIps: Array<Array<string>>,
+    /**
+     * `phase`.
+     */
+    phases: Array<string>,
+    /**
+     * `conditions`.
+     */
+    conditions: Array<Array<PodCondition>>,
+    /**
+     * `terminating`.
+     */
+    terminating: Array<boolean>,
+    /**
+     * `node-exists`.
+     */
+    nodeExists: Array<boolean>,
+    /**
+     * `zone`.
+     */
+    zones: Array<string | undefined>,
+    /**
+     * `container-ports`.
+     */
+    containerPorts: Array<Array<ContainerPort>>,
   }
   /**
    * One sync of one Service: what every pass of it shares.
@@ -137,10 +206,9 @@ declare module 'weir:hooks/policy@0.2.0' {
      */
     config: string,
     /**
-     * The request's pods, in request order, each with only the fields `reads` names.
-     * Passes refer to them by index.
+     * The request's pods. Passes and changes name them by index.
      */
-    pods: Array<Pod>,
+    pods: Pods,
   }
   /**
    * One pass of a sync.
@@ -157,33 +225,36 @@ declare module 'weir:hooks/policy@0.2.0' {
     family: Family,
   }
   /**
-   * The pods upstream would publish in one pass (not terminal, with an IP; terminating pods
-   * only in slices or when the Service publishes not-ready addresses: §6, R2.4–R2.7), with
-   * upstream's decision for each. Candidate `i` is the `i`th entry of every list.
+   * One pass of a sync, one entry per pod of `sync.pods` in each list.
+   * 
+   * The candidates of a pass are the pods upstream would publish in it (not terminal, with
+   * an IP; terminating pods only in slices or when the Service publishes not-ready
+   * addresses: §6, R2.4–R2.7). Upstream's decision for each pod is its byte of `pods`, a sum
+   * of bits (bytes, not records, so that a pass crosses as one copy):
+   * 
+   * | bit | meaning |
+   * |---|---|
+   * | 16 | a candidate; without it the byte is 0 and the pod takes no part in the pass |
+   * | 1 | upstream gives it an endpoint (§7, §9; R2.11–R2.18); without it the pod has no IP of the pass's family, bits 2, 4 and 8 are unset, and no change may give it an endpoint |
+   * | 2 | ready to receive traffic (`addresses` rather than `notReadyAddresses` in the Endpoints, `conditions.ready` in a slice) |
+   * | 4 | `conditions.serving` in a slice |
+   * | 8 | `conditions.terminating` in a slice |
    */
   export interface Candidates {
     /**
-     * Each candidate's pod: its index in `sync.pods`.
+     * Each pod's bits.
      */
-    pods: Uint32Array,
+    pods: Uint8Array,
     /**
-     * Each candidate's endpoint (§7, §9; R2.11–R2.18), as bits (one byte, not a record,
-     * so that a whole pass crosses as one copy): 1, upstream gives the pod an endpoint
-     * in this pass (when unset the pod has no IP of the pass's family, no other bit is
-     * set, and no change may give it an endpoint); 2, ready to receive traffic
-     * (`addresses` rather than `notReadyAddresses` in the Endpoints, `conditions.ready`
-     * in a slice); 4, `conditions.serving`; 8, `conditions.terminating`.
-     */
-    endpoints: Uint8Array,
-    /**
-     * Each candidate's ports: each Service port the pod resolves (§5.7, §8; R3), in
-     * Service port order. Empty (no entries at all) unless `reads.ports`.
+     * Each pod's ports: for a candidate each Service port the pod resolves (§5.7, §8;
+     * R3), in Service port order; `[]` for another pod. Empty (no entries at all) unless
+     * `reads.ports`.
      */
     ports: Array<Array<EndpointPort>>,
     /**
-     * Each candidate's address (`ip` of the pass's family, `hostname`, `nodeName`,
-     * `targetRef`), `none` for a candidate without an endpoint. Empty (no entries at all)
-     * unless `reads.addresses`.
+     * Each pod's address for an endpoint (`ip` of the pass's family, `hostname`,
+     * `nodeName`, `targetRef`); `none` for a pod without an endpoint. Empty (no entries at
+     * all) unless `reads.addresses`.
      */
     addresses: Array<EndpointAddress | undefined>,
   }
@@ -219,9 +290,9 @@ declare module 'weir:hooks/policy@0.2.0' {
    */
   export interface Change {
     /**
-     * The candidate's position in the pass.
+     * The candidate's pod: its index in `sync.pods`.
      */
-    candidate: number,
+    pod: number,
     /**
      * Whether the pod takes part at all; `false` leaves it out as if the Service's
      * selector did not match it (no endpoint, no port group, no missing-Node error), and

@@ -31,7 +31,7 @@ use bindings::exports::weir::hooks::policy::{
     Candidates, Change, Endpoint, Guest, Pass, PodFields, Reads, Sync,
 };
 
-/// Bits of `candidates.endpoints`.
+/// Bits of a pod's byte in a pass.
 const ENDPOINT_READY: u8 = 2;
 const ENDPOINT_SERVING: u8 = 4;
 const ENDPOINT_TERMINATING: u8 = 8;
@@ -104,30 +104,21 @@ impl Guest for DrainHooks {
                 return Ok(Vec::new());
             }
             let mut changes = Vec::new();
-            for (i, (&pod, &endpoint)) in candidates
-                .pods
-                .iter()
-                .zip(&candidates.endpoints)
-                .enumerate()
-            {
-                let pod = sync
-                    .pods
-                    .get(pod as usize)
-                    .ok_or("a candidate names no pod")?;
-                let draining = pod
-                    .annotations
+            let annotations = &sync.pods.annotations;
+            for (pod, (&bits, kept)) in (0u32..).zip(candidates.pods.iter().zip(annotations)) {
+                let draining = kept
                     .iter()
                     .any(|kv| kv.key == config.annotation && kv.value == config.value);
-                if draining && endpoint & ENDPOINT_READY != 0 {
+                if draining && bits & ENDPOINT_READY != 0 {
                     changes.push(Change {
-                        candidate: i as u32,
+                        pod,
                         include: true,
                         ports: None,
                         endpoint: Some(Endpoint {
                             publish: true,
                             ready: false,
-                            serving: endpoint & ENDPOINT_SERVING != 0,
-                            terminating: endpoint & ENDPOINT_TERMINATING != 0,
+                            serving: bits & ENDPOINT_SERVING != 0,
+                            terminating: bits & ENDPOINT_TERMINATING != 0,
                             address: None,
                         }),
                     });
