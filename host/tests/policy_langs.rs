@@ -130,6 +130,23 @@ fn python_sdk_unit_tests_pass() {
 }
 
 #[test]
+fn js_sdk_unit_tests_pass() {
+    js_tools();
+    let out = run(Command::new("node").arg(root().join("guest/js/scripts/test.mjs")));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // node's TAP summary: `# pass N` and `# fail N`.
+    let count = |key: &str| -> Option<usize> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+    };
+    assert!(
+        count("# pass ").is_some_and(|n| n >= 8),
+        "expected the SDK's tests to run:\n{text}"
+    );
+    assert_eq!(count("# fail "), Some(0), "{text}");
+}
+
+#[test]
 fn js_sdk_and_examples_type_check() {
     let bin = js_tools();
     // guest/js/tsconfig.json covers the SDK, its generated declarations and the examples.
