@@ -108,7 +108,7 @@ pub trait PassPolicy {
 /// Runs `policy` on one request as [`reconcile`](crate::reconcile) runs a [`Policy`]: the
 /// same passes and upstream steps, with `policy` asked once per pass that has candidates.
 /// Fails when `policy` fails, or when its answer does not fit the candidates (another count
-/// of choices, or an endpoint where upstream gives none or none where upstream gives one).
+/// of choices, or an endpoint where upstream gives none).
 pub fn reconcile_passes(policy: &impl PassPolicy, request: &Request) -> Result<Decision, String> {
     let adapter = PassAdapter {
         policy,
