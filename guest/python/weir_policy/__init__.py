@@ -137,7 +137,7 @@ class Context:
     """For the Endpoints the Service's primary IP family; for slices the slices' address type."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One pod's endpoint as the pass will publish it (the Rust SDK's ``Verdict``).
 
@@ -377,31 +377,30 @@ def decide(
             policy.ports(ctx, pod, ports)
             if ports == upstream_ports[i]:
                 ports = None
-        verdict = None
-        address = None
         if wants_endpoint and bits & _PRESENT:
             address = addresses[i] if addresses else None
             verdict = Verdict(
                 pod,
                 True,
-                bool(bits & _READY),
-                bool(bits & _SERVING),
-                bool(bits & _TERMINATING),
-                copy.deepcopy(address),
+                bits & _READY != 0,
+                bits & _SERVING != 0,
+                bits & _TERMINATING != 0,
+                None if address is None else copy.deepcopy(address),
             )
             if wants_verdict:
                 policy.verdict(ctx, verdict)
-        if verdict is not None or ports is not None:
             kept.append((i, verdict, bits, address, ports))
+        elif ports is not None:
+            kept.append((i, None, bits, None, ports))
     if wants_verdicts:
         policy.verdicts(ctx, [k[1] for k in kept if k[1] is not None and k[1].include])
     for i, verdict, bits, address, ports in kept:
         endpoint = None
         if verdict is not None and (
             not verdict.include
-            or verdict.ready != bool(bits & _READY)
-            or verdict.serving != bool(bits & _SERVING)
-            or verdict.terminating != bool(bits & _TERMINATING)
+            or verdict.ready != (bits & _READY != 0)
+            or verdict.serving != (bits & _SERVING != 0)
+            or verdict.terminating != (bits & _TERMINATING != 0)
             or verdict.address != address
         ):
             endpoint = hooks.Endpoint(
