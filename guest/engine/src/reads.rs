@@ -35,14 +35,8 @@ pub(crate) fn columns(pods: &[Pod], reads: &Reads) -> Pods {
     let has = |field| fields.contains(field);
     Pods {
         names: pods.iter().map(|p| p.name.clone()).collect(),
-        labels: pods
-            .iter()
-            .map(|p| entries(&p.labels, reads.labels.as_deref()))
-            .collect(),
-        annotations: pods
-            .iter()
-            .map(|p| entries(&p.annotations, reads.annotations.as_deref()))
-            .collect(),
+        labels: entry_column(pods, reads.labels.as_deref(), |p| &p.labels),
+        annotations: entry_column(pods, reads.annotations.as_deref(), |p| &p.annotations),
         uids: column(pods, has(PodFields::UID), |p| p.uid.clone()),
         node_names: column(pods, has(PodFields::NODE_NAME), |p| p.node_name.clone()),
         hostnames: column(pods, has(PodFields::HOSTNAME), |p| p.hostname.clone()),
@@ -58,6 +52,19 @@ pub(crate) fn columns(pods: &[Pod], reads: &Reads) -> Pods {
             p.container_ports.clone()
         }),
     }
+}
+
+/// The labels or annotations (`of` a pod) whose keys are in `keys` (all for `None`), one list
+/// per pod; no list at all when `keys` is empty, since no pod would have an entry.
+fn entry_column(
+    pods: &[Pod],
+    keys: Option<&[String]>,
+    of: impl Fn(&Pod) -> &[KeyValue],
+) -> Vec<Vec<KeyValue>> {
+    if keys.is_some_and(<[String]>::is_empty) {
+        return Vec::new();
+    }
+    pods.iter().map(|p| entries(of(p), keys)).collect()
 }
 
 /// The entries of `all` whose key is in `keys`, in their order; all of them for `None`.
@@ -120,7 +127,7 @@ mod tests {
         };
         let got = columns(&[full("a"), pod("b", "10.0.0.2", true)], &reads);
         assert_eq!(got.names, ["a", "b"]);
-        assert_eq!(got.labels, [vec![], vec![]]);
+        assert!(got.labels.is_empty(), "no label read, no label column");
         assert_eq!(
             got.annotations,
             [vec![kv("weir.dev/drain", "true")], vec![]]

@@ -39,14 +39,17 @@ import type {
   Output,
   Pass,
   PodFields,
+  Pods,
   Reads as HooksReads,
   Sync,
 } from "weir:hooks/policy@0.2.0";
 import type {
+  ContainerPort,
   EndpointAddress,
   EndpointPort,
   KeyValue,
   Pod,
+  PodCondition,
   Service,
 } from "weir:endpoints/types@0.2.0";
 
@@ -268,24 +271,86 @@ const CANDIDATE = 16;
 export function podsOf(sync: Sync): Pod[] {
   const c = sync.pods;
   const namespace = sync.service.namespace;
-  return c.names.map((name, i) => ({
-    namespace,
-    name,
-    uid: c.uids[i] ?? "",
-    labels: c.labels[i],
-    annotations: c.annotations[i],
-    nodeName: c.nodeNames[i] ?? "",
-    hostname: c.hostnames[i] ?? "",
-    subdomain: c.subdomains[i] ?? "",
-    podIp: c.podIp[i],
-    podIps: c.podIps[i] ?? [],
-    phase: c.phases[i] ?? "",
-    conditions: c.conditions[i] ?? [],
-    terminating: c.terminating[i] ?? false,
-    nodeExists: c.nodeExists[i] ?? false,
-    zone: c.zones[i],
-    containerPorts: c.containerPorts[i] ?? [],
-  }));
+  return c.names.map((_, i) => new ColumnPod(c, i, namespace));
+}
+
+/**
+ * A pod that reads each field from its column when a hook reads it: making a record of every
+ * field for every pod costs more in the interpreter than the few reads a policy makes.
+ * Read-only, as a hook's pod is in every language; `JSON.stringify` gives every field.
+ */
+class ColumnPod implements Pod {
+  constructor(
+    private readonly c: Pods,
+    private readonly i: number,
+    readonly namespace: string,
+  ) {}
+  get name(): string {
+    return this.c.names[this.i];
+  }
+  get uid(): string {
+    return this.c.uids[this.i] ?? "";
+  }
+  get labels(): KeyValue[] {
+    return this.c.labels[this.i] ?? [];
+  }
+  get annotations(): KeyValue[] {
+    return this.c.annotations[this.i] ?? [];
+  }
+  get nodeName(): string {
+    return this.c.nodeNames[this.i] ?? "";
+  }
+  get hostname(): string {
+    return this.c.hostnames[this.i] ?? "";
+  }
+  get subdomain(): string {
+    return this.c.subdomains[this.i] ?? "";
+  }
+  get podIp(): string | undefined {
+    return this.c.podIp[this.i];
+  }
+  get podIps(): string[] {
+    return this.c.podIps[this.i] ?? [];
+  }
+  get phase(): string {
+    return this.c.phases[this.i] ?? "";
+  }
+  get conditions(): PodCondition[] {
+    return this.c.conditions[this.i] ?? [];
+  }
+  get terminating(): boolean {
+    return this.c.terminating[this.i] ?? false;
+  }
+  get nodeExists(): boolean {
+    return this.c.nodeExists[this.i] ?? false;
+  }
+  get zone(): string | undefined {
+    return this.c.zones[this.i];
+  }
+  get containerPorts(): ContainerPort[] {
+    return this.c.containerPorts[this.i] ?? [];
+  }
+  /** Every field, as a plain record. */
+  toJSON(): Pod {
+    return {
+      namespace: this.namespace,
+      name: this.name,
+      uid: this.uid,
+      labels: this.labels,
+      annotations: this.annotations,
+      nodeName: this.nodeName,
+      hostname: this.hostname,
+      subdomain: this.subdomain,
+      podIp: this.podIp,
+      podIps: this.podIps,
+      phase: this.phase,
+      conditions: this.conditions,
+      terminating: this.terminating,
+      nodeExists: this.nodeExists,
+      zone: this.zone,
+      containerPorts: this.containerPorts,
+    };
+  }
 }
 
 /**

@@ -215,7 +215,7 @@ class PodsTest(unittest.TestCase):
     def test_columns_make_whole_pods_and_unread_columns_make_empty_fields(self):
         pods = [pod("a", "10.0.0.1", annotations=[("k", "v")]), pod("b", "10.0.0.2")]
         self.assertEqual(weir_policy.pods_of(hooks.Sync(service(), "", columns(pods))), pods)
-        lean = hooks.Pods(["a", "b"], [[], []], [[types.KeyValue("k", "v")], []],
+        lean = hooks.Pods(["a", "b"], [], [[types.KeyValue("k", "v")], []],
                           *([[]] * 12))
         got = weir_policy.pods_of(hooks.Sync(service(), "", lean))
         self.assertEqual(got[0], types.Pod("ns", "a", "", [], [types.KeyValue("k", "v")], "", "", "",

@@ -321,8 +321,8 @@ def pods_of(sync: hooks.Sync) -> List[Pod]:
         for fields in zip(
             c.names,
             column(c.uids, ""),
-            c.labels,
-            c.annotations,
+            lists(c.labels),
+            lists(c.annotations),
             column(c.node_names, ""),
             column(c.hostnames, ""),
             column(c.subdomains, ""),
