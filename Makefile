@@ -70,7 +70,7 @@ policies: wasm-target tools
 # target/policies/NAME-python.wasm and NAME-js.wasm.
 PY_POLICIES := $(patsubst guest/examples/%/python/policy.py,%,$(wildcard guest/examples/*/python/policy.py))
 JS_POLICIES := $(patsubst guest/examples/%/js/policy.ts,%,$(wildcard guest/examples/*/js/policy.ts))
-HOOKS_WIT := wit/hooks/v0.1
+HOOKS_WIT := wit/hooks/v0.2
 # The limits the Python and JS guests ask for (docs/policy-authoring.md, section 5): at 1,000
 # pods a call takes about 0.1 s in Python and 0.5 s in JavaScript on a release weir
 # (docs/performance.md), over the 100 ms default.

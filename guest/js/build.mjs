@@ -47,7 +47,7 @@ try {
   await bundle.close();
   const { component } = await componentize({
     sourcePath: source,
-    witPath: resolve(here, "../../wit/hooks/v0.1"),
+    witPath: resolve(here, "../../wit/hooks/v0.2"),
     worldName: "hooks",
     // The host offers no network: a policy that could fetch would fail to link.
     disableFeatures: ["http", "fetch-event"],

@@ -122,37 +122,47 @@ fn inputs_that_are_not_hooks_are_refused_with_the_reason() {
     assert_refused(
         &dir,
         &default,
-        "does not export weir:hooks/policy@0.1.0 (world `hooks` of wit/hooks/v0.1/hooks.wit); \
+        "does not export weir:hooks/policy@0.2.0 (world `hooks` of wit/hooks/v0.2/hooks.wit); \
          it exports reconcile, validate-config",
     );
-    // Hooks of another contract under the right name: the types do not match.
+    // Hooks of another version of the contract, and hooks of this version whose types do
+    // not match it.
     let wit = dir.join("wit");
     std::fs::create_dir_all(&wit).unwrap();
-    std::fs::write(
-        wit.join("hooks.wit"),
-        "package weir:hooks@0.1.0;\n\
-         interface policy { decide: func(pods: u32) -> u32; }\n\
-         world hooks { export policy; }\n",
-    )
-    .unwrap();
-    let module = dir.join("other-core.wasm");
-    let other = dir.join("other.wasm");
-    let embed = Command::new("wasm-tools")
-        .args(["component", "embed", "--dummy", "-w", "hooks"])
-        .args([path(&wit), "-o", path(&module)])
-        .output()
+    for (version, wanted) in [
+        (
+            "0.1.0",
+            "exports weir:hooks/policy@0.1.0, another version of the hooks contract",
+        ),
+        (
+            "0.2.0",
+            "does not match the contract this weir composes with",
+        ),
+    ] {
+        std::fs::write(
+            wit.join("hooks.wit"),
+            format!(
+                "package weir:hooks@{version};\n\
+                 interface policy {{ decide: func(pods: u32) -> u32; }}\n\
+                 world hooks {{ export policy; }}\n"
+            ),
+        )
         .unwrap();
-    assert!(embed.status.success(), "{embed:?}");
-    let new = Command::new("wasm-tools")
-        .args(["component", "new", path(&module), "-o", path(&other)])
-        .output()
-        .unwrap();
-    assert!(new.status.success(), "{new:?}");
-    assert_refused(
-        &dir,
-        &other,
-        "does not match the contract this weir composes with",
-    );
+        let module = dir.join("other-core.wasm");
+        let other = dir.join(format!("other-{version}.wasm"));
+        let embed = Command::new("wasm-tools")
+            .args(["component", "embed", "--dummy", "-w", "hooks"])
+            .args([path(&wit), "-o", path(&module)])
+            .output()
+            .unwrap();
+        assert!(embed.status.success(), "{embed:?}");
+        let new = Command::new("wasm-tools")
+            .args(["component", "new", path(&module), "-o", path(&other)])
+            .output()
+            .unwrap();
+        assert!(new.status.success(), "{new:?}");
+        assert_refused(&dir, &other, wanted);
+    }
     // An output that cannot be written.
     let hooks = test_guest("drain-annotation-hooks");
     let nowhere = dir.join("no/such/dir/out.wasm");

@@ -108,7 +108,7 @@ fn python_sdk_unit_tests_pass() {
     let bindings = scratch("python-bindings");
     run(Command::new("componentize-py")
         .arg("-d")
-        .arg(root().join("wit/hooks/v0.1"))
+        .arg(root().join("wit/hooks/v0.2"))
         .args(["-w", "hooks", "bindings"])
         .arg(&bindings));
     let tests = root().join("guest/python/tests");
@@ -127,6 +127,23 @@ fn python_sdk_unit_tests_pass() {
         .unwrap_or(0);
     assert!(ran >= 9, "expected the SDK's tests to run:\n{text}");
     assert!(text.trim_end().ends_with("OK"), "{text}");
+}
+
+#[test]
+fn js_sdk_unit_tests_pass() {
+    js_tools();
+    let out = run(Command::new("node").arg(root().join("guest/js/scripts/test.mjs")));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // node's TAP summary: `# pass N` and `# fail N`.
+    let count = |key: &str| -> Option<usize> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+    };
+    assert!(
+        count("# pass ").is_some_and(|n| n >= 8),
+        "expected the SDK's tests to run:\n{text}"
+    );
+    assert_eq!(count("# fail "), Some(0), "{text}");
 }
 
 #[test]
@@ -175,7 +192,7 @@ fn build_example(name: &str, lang: &str, out: &Path) -> PathBuf {
     match lang {
         "python" => run(Command::new("componentize-py")
             .arg("-d")
-            .arg(root().join("wit/hooks/v0.1"))
+            .arg(root().join("wit/hooks/v0.2"))
             .args(["-w", "hooks", "componentize", "-p"])
             .arg(&source)
             .arg("-p")
@@ -203,7 +220,7 @@ fn examples_in_python_and_typescript_pass_the_rust_examples_cases() {
     componentize_py_available();
     js_tools();
     let out = scratch("examples");
-    for name in ["drain-annotation", "node-allowlist"] {
+    for name in ["drain-annotation", "node-allowlist", "panic-threshold"] {
         let cases = root().join("guest/examples").join(name).join("cases");
         let n = yaml_files(&cases);
         assert!(n >= 4, "{name}: only {n} cases");

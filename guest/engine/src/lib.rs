@@ -1,22 +1,28 @@
 //! weir's hooks engine: upstream's endpoint and EndpointSlice controllers (the `weir-policy`
-//! SDK's drive) as a component of world `weir:hooks/engine@0.1.0`. It exports the ordinary
-//! `weir:endpoints@0.2.0` functions and imports `weir:hooks/policy@0.1.0`, the hooks a policy
+//! SDK's drive) as a component of world `weir:hooks/engine@0.2.0`. It exports the ordinary
+//! `weir:endpoints@0.2.0` functions and imports `weir:hooks/policy@0.2.0`, the hooks a policy
 //! in any language exports; `weir policy build` composes the two into one guest.
 //!
-//! Each pass of a sync asks the hooks once ([`weir_policy::batch`]): `decide` gets every
-//! candidate pod with upstream's ports and endpoint, and its choices are checked against the
-//! candidates before upstream's steps use them.
+//! A sync asks the hooks `configure` (what the policy reads), then `begin` with the pods as
+//! columns of only those reads ([`reads`]), then `decide` once per pass
+//! ([`weir_policy::batch`]) with a byte per pod; the changes it answers are checked against
+//! the candidates before upstream's steps use them.
+
+mod reads;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use weir_policy::batch::{self, Candidate, Choice, PassPolicy};
-use weir_policy::types::{Decision, Request};
-use weir_policy::{Context, Family, Output};
+use weir_policy::types::{Decision, Pod, Request};
+use weir_policy::{Context, Family, Output, Port};
 
-/// Bindings generated from `wit/hooks/v0.1` (world `engine`). The `weir:endpoints` records
+/// Bindings generated from `wit/hooks/v0.2` (world `engine`). The `weir:endpoints` records
 /// and the log import are the SDK's own, so the drive's values cross without conversion.
 #[allow(missing_docs, clippy::all, unsafe_code)]
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/hooks/v0.1",
+        path: "../../wit/hooks/v0.2",
         world: "engine",
         with: {
             "weir:endpoints/types@0.2.0": weir_policy::bindings::weir::endpoints::types,
@@ -30,15 +36,62 @@ mod bindings {
 
 use bindings::weir::hooks::policy as hooks;
 
+/// Bits of a pod's byte in a pass (`candidates` in `wit/hooks/v0.2/hooks.wit`).
+const ENDPOINT_PRESENT: u8 = 1;
+const ENDPOINT_READY: u8 = 2;
+const ENDPOINT_SERVING: u8 = 4;
+const ENDPOINT_TERMINATING: u8 = 8;
+const CANDIDATE: u8 = 16;
+
 /// The policy behind the imported hooks, for one call.
-struct Hooks<'c> {
-    /// The request's configuration, handed to the hooks as it came.
-    config: &'c str,
+struct Hooks<'r> {
+    request: &'r Request,
+    /// What `configure` said the policy reads; set by [`PassPolicy::validate`], which the
+    /// drive calls before any pass.
+    reads: RefCell<Option<hooks::Reads>>,
+    /// Whether `begin` was called for this sync: at the first pass, so a sync without passes
+    /// sends no pods.
+    begun: Cell<bool>,
+    /// Each request pod's index, by its address (stable for the request's lifetime).
+    index: RefCell<HashMap<usize, u32>>,
+}
+
+impl<'r> Hooks<'r> {
+    fn new(request: &'r Request) -> Self {
+        Hooks {
+            request,
+            reads: RefCell::new(None),
+            begun: Cell::new(false),
+            index: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Sends the sync to the hooks, once, with the pods trimmed to what the policy reads.
+    fn begin(&self, ctx: &Context<'_>, reads: &hooks::Reads) {
+        if self.begun.replace(true) {
+            return;
+        }
+        let pods = &self.request.pods;
+        let sync = hooks::Sync {
+            service: ctx.service.clone(),
+            config: self.request.config.clone(),
+            pods: reads::columns(pods, reads),
+        };
+        *self.index.borrow_mut() = (0u32..).zip(pods).map(|(i, pod)| (key(pod), i)).collect();
+        hooks::begin(&sync);
+    }
+}
+
+/// A pod's key: its address in the request.
+fn key(pod: &Pod) -> usize {
+    std::ptr::from_ref(pod) as usize
 }
 
 impl PassPolicy for Hooks<'_> {
     fn validate(&self) -> Result<(), String> {
-        hooks::validate_config(self.config)
+        let reads = hooks::configure(&self.request.config)?;
+        *self.reads.borrow_mut() = Some(reads);
+        Ok(())
     }
 
     fn decide(
@@ -46,6 +99,9 @@ impl PassPolicy for Hooks<'_> {
         ctx: &Context<'_>,
         candidates: &[Candidate<'_>],
     ) -> Result<Vec<Choice>, String> {
+        let reads = self.reads.borrow();
+        let reads = reads.as_ref().ok_or("the hooks were not configured")?;
+        self.begin(ctx, reads);
         let pass = hooks::Pass {
             output: match ctx.output {
                 Output::Endpoints => hooks::Output::Endpoints,
@@ -55,49 +111,118 @@ impl PassPolicy for Hooks<'_> {
                 Family::V4 => hooks::Family::Ipv4,
                 Family::V6 => hooks::Family::Ipv6,
             },
-            service: ctx.service.clone(),
-            config: self.config.to_owned(),
         };
-        let asked: Vec<hooks::Candidate> = candidates.iter().map(to_hooks).collect();
-        let choices =
-            hooks::decide(&pass, &asked).map_err(|e| format!("the policy's decide failed: {e}"))?;
-        Ok(choices.into_iter().map(from_hooks).collect())
+        let index = self.index.borrow();
+        let at = positions(candidates, &index)?;
+        let asked = to_hooks(candidates, &at, self.request.pods.len(), reads);
+        let changes =
+            hooks::decide(pass, &asked).map_err(|e| format!("the policy's decide failed: {e}"))?;
+        choices(changes, &at, candidates.len())
     }
 }
 
-/// A candidate as the hooks receive it.
-fn to_hooks(candidate: &Candidate<'_>) -> hooks::Candidate {
-    hooks::Candidate {
-        pod: candidate.pod.clone(),
-        ports: candidate
-            .ports
-            .iter()
-            .cloned()
-            .map(weir_policy::Port::into_owned)
-            .collect(),
-        verdict: candidate.verdict.as_ref().map(|v| hooks::Verdict {
-            include: v.include,
-            ready: v.ready,
-            serving: v.serving,
-            terminating: v.terminating,
-            address: v.address.clone().into_owned(),
-        }),
+/// Each candidate's pod index in the request.
+fn positions(
+    candidates: &[Candidate<'_>],
+    index: &HashMap<usize, u32>,
+) -> Result<Vec<u32>, String> {
+    candidates
+        .iter()
+        .map(|c| {
+            index.get(&key(c.pod)).copied().ok_or_else(|| {
+                format!(
+                    "Pod {}/{} is not in the request",
+                    c.pod.namespace, c.pod.name
+                )
+            })
+        })
+        .collect()
+}
+
+/// A pass as the hooks receive it: one entry per request pod (`pods` of them), candidate `i`
+/// at `at[i]`.
+fn to_hooks(
+    candidates: &[Candidate<'_>],
+    at: &[u32],
+    pods: usize,
+    reads: &hooks::Reads,
+) -> hooks::Candidates {
+    let mut bits = vec![0u8; pods];
+    let mut ports = if reads.ports {
+        vec![Vec::new(); pods]
+    } else {
+        Vec::new()
+    };
+    let mut addresses = if reads.addresses {
+        vec![None; pods]
+    } else {
+        Vec::new()
+    };
+    for (c, &i) in candidates.iter().zip(at) {
+        let i = i as usize;
+        bits[i] = CANDIDATE
+            | c.verdict.as_ref().map_or(0, |v| {
+                ENDPOINT_PRESENT
+                    | if v.ready { ENDPOINT_READY } else { 0 }
+                    | if v.serving { ENDPOINT_SERVING } else { 0 }
+                    | if v.terminating {
+                        ENDPOINT_TERMINATING
+                    } else {
+                        0
+                    }
+            });
+        if reads.ports {
+            ports[i] = c.ports.iter().cloned().map(Port::into_owned).collect();
+        }
+        if reads.addresses {
+            addresses[i] = c.verdict.as_ref().map(|v| v.address.clone().into_owned());
+        }
+    }
+    hooks::Candidates {
+        pods: bits,
+        ports,
+        addresses,
     }
 }
 
-/// The hooks' answer for one candidate, as the drive applies it.
-fn from_hooks(choice: hooks::Choice) -> Choice {
-    Choice {
-        include: choice.include,
-        ports: choice.ports,
-        endpoint: choice.verdict.map(|v| batch::Endpoint {
-            include: v.include,
-            ready: v.ready,
-            serving: v.serving,
-            terminating: v.terminating,
-            address: v.address,
-        }),
+/// One choice per candidate from the hooks' sparse changes (candidate `i` is pod `at[i]`); an
+/// error for a change that names no candidate or a candidate changed twice.
+fn choices(
+    changes: Vec<hooks::Change>,
+    at: &[u32],
+    candidates: usize,
+) -> Result<Vec<Choice>, String> {
+    let position: HashMap<u32, usize> = at.iter().enumerate().map(|(i, &pod)| (pod, i)).collect();
+    let mut choices = vec![None; candidates];
+    for change in changes {
+        let Some(&i) = position.get(&change.pod) else {
+            return Err(format!(
+                "the policy changed pod {}, which is not a candidate of this pass",
+                change.pod
+            ));
+        };
+        if choices[i].is_some() {
+            return Err(format!(
+                "the policy changed pod {} twice; answer at most one change per candidate",
+                change.pod
+            ));
+        }
+        choices[i] = Some(Choice {
+            include: change.include,
+            ports: change.ports,
+            endpoint: change.endpoint.map(|e| batch::Endpoint {
+                include: e.publish,
+                ready: e.ready,
+                serving: e.serving,
+                terminating: e.terminating,
+                address: e.address,
+            }),
+        });
     }
+    Ok(choices
+        .into_iter()
+        .map(|c| c.unwrap_or(Choice::UNCHANGED))
+        .collect())
 }
 
 /// The component's exports.
@@ -105,17 +230,15 @@ struct Engine;
 
 impl bindings::Guest for Engine {
     fn validate_config(config: String) -> Result<(), String> {
-        Hooks { config: &config }.validate()
+        hooks::configure(&config).map(drop)
     }
 
     fn reconcile(request: Request) -> Result<Decision, String> {
-        batch::reconcile_passes(
-            &Hooks {
-                config: &request.config,
-            },
-            &request,
-        )
+        batch::reconcile_passes(&Hooks::new(&request), &request)
     }
 }
 
 weir_policy::arena_allocator!();
+
+#[cfg(test)]
+mod tests;

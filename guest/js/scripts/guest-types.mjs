@@ -1,4 +1,4 @@
-// Writes TypeScript declarations for world `hooks` of wit/hooks/v0.1 into types/ with
+// Writes TypeScript declarations for world `hooks` of wit/hooks/v0.2 into types/ with
 // `jco guest-types`' own generator. jco's CLI gives its WIT reader no filesystem access
 // (preview2-shim opens no directory by default), so this grants it the WIT directory.
 import { existsSync } from "node:fs";
@@ -8,7 +8,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "..");
-const wit = resolve(root, "../../wit/hooks/v0.1");
+const wit = resolve(root, "../../wit/hooks/v0.2");
 const out = join(root, "types");
 
 // The shim instance jco-transpile imports: its own copy when npm nested one, else the shared.

@@ -12,6 +12,9 @@
  *
  * class DrainAnnotation extends Policy {
  *   annotation = "weir.dev/drain";
+ *   reads(): Reads {
+ *     return { annotations: [this.annotation] };
+ *   }
  *   verdict(ctx: Context, verdict: Verdict) {
  *     if (annotation(verdict.pod, this.annotation) === "true") verdict.ready = false;
  *   }
@@ -20,27 +23,96 @@
  * export const policy = exportPolicy(DrainAnnotation);
  * ```
  *
+ * {@link Policy.reads} says which pod fields the hooks read: only those cross from weir's
+ * engine into JavaScript, which is most of what a call costs. It defaults to everything.
+ *
  * `build.mjs` bundles the module and builds it with componentize-js (world `hooks` of
- * `wit/hooks/v0.1`); `weir policy build` composes it with upstream's engine.
+ * `wit/hooks/v0.2`); `weir policy build` composes it with upstream's engine.
  */
 
 import { write } from "weir:endpoints/log@0.2.0";
 import type {
-  Candidate,
-  Choice,
+  Candidates,
+  Change,
+  Endpoint,
   Family,
   Output,
   Pass,
-} from "weir:hooks/policy@0.1.0";
+  PodFields,
+  Pods,
+  Reads as HooksReads,
+  Sync,
+} from "weir:hooks/policy@0.2.0";
 import type {
+  ContainerPort,
   EndpointAddress,
   EndpointPort,
   KeyValue,
   Pod,
+  PodCondition,
   Service,
 } from "weir:endpoints/types@0.2.0";
 
 export type { EndpointAddress, EndpointPort, Family, Output, Pod, Service };
+
+/** The {@link Pod} fields {@link Reads.fields} can name beyond `namespace`, `name`, `labels`
+ * and `annotations`. */
+export type PodField =
+  | "uid"
+  | "nodeName"
+  | "hostname"
+  | "subdomain"
+  | "podIp"
+  | "podIps"
+  | "phase"
+  | "conditions"
+  | "terminating"
+  | "nodeExists"
+  | "zone"
+  | "containerPorts";
+
+/** Each {@link PodField}'s flag of the hooks contract. */
+const POD_FIELDS: Record<PodField, keyof PodFields> = {
+  uid: "uid",
+  nodeName: "nodeName",
+  hostname: "hostname",
+  subdomain: "subdomain",
+  podIp: "podIps",
+  podIps: "podIps",
+  phase: "phase",
+  conditions: "conditions",
+  terminating: "terminating",
+  nodeExists: "nodeExists",
+  zone: "zone",
+  containerPorts: "containerPorts",
+};
+
+/**
+ * What the hooks read of each pod, under one configuration ({@link Policy.reads}).
+ *
+ * Every pod carries its `namespace` and `name`; anything not named here arrives empty (`""`,
+ * `[]`, `false` or `undefined`). Each entry defaults to nothing, so a policy names exactly
+ * what it reads: `{ annotations: ["weir.dev/drain"] }`, `{ labels: ["tier"], fields:
+ * ["nodeName"] }`.
+ */
+export interface Reads {
+  /** The label keys whose entries the pods carry, or `"all"`. */
+  labels?: string[] | "all";
+  /** The annotation keys whose entries the pods carry, or `"all"`. */
+  annotations?: string[] | "all";
+  /** The other {@link Pod} fields the hooks read, or `"all"`. */
+  fields?: PodField[] | "all";
+  /** Whether {@link Verdict.address} carries upstream's address (else `undefined`). */
+  addresses?: boolean;
+}
+
+/** Every field of every pod, and every address: what a policy that does not say gets. */
+export const EVERYTHING: Readonly<Reads> = Object.freeze({
+  labels: "all",
+  annotations: "all",
+  fields: "all",
+  addresses: true,
+});
 
 /** What a hook knows about the pass it is asked in (the Rust SDK's `Context`). */
 export interface Context {
@@ -64,8 +136,11 @@ export interface Verdict {
   serving: boolean;
   /** `conditions.terminating` in a slice. */
   terminating: boolean;
-  /** `ip`, `hostname`, `nodeName` and `targetRef`. */
-  address: EndpointAddress;
+  /**
+   * `ip`, `hostname`, `nodeName` and `targetRef`; `undefined` unless {@link Policy.reads}
+   * says `addresses: true`. Setting it replaces upstream's address.
+   */
+  address: EndpointAddress | undefined;
 }
 
 /**
@@ -79,6 +154,14 @@ export interface Verdict {
 export class Policy {
   /** Checks the configuration before any hook runs; throw an `Error` to refuse it. */
   validate(): void {}
+
+  /**
+   * What the hooks read of each pod ({@link Reads}); by default everything. Naming only what
+   * the hooks read makes each call several times cheaper.
+   */
+  reads(): Reads {
+    return EVERYTHING;
+  }
 
   /**
    * Whether `pod` takes part at all; `false` leaves it out as if the Service's selector did
@@ -103,8 +186,9 @@ export class Policy {
 
 /** The `policy` export of world `hooks`, as componentize-js expects it. */
 export interface Hooks {
-  validateConfig(config: string): void;
-  decide(pass: Pass, candidates: Candidate[]): Choice[];
+  configure(config: string): HooksReads;
+  begin(sync: Sync): void;
+  decide(pass: Pass, candidates: Candidates): Change[];
 }
 
 /**
@@ -112,29 +196,37 @@ export interface Hooks {
  * `export const policy = exportPolicy(MyPolicy);` in the policy's module.
  */
 export function exportPolicy(PolicyClass: new () => Policy): Hooks {
-  let configured: { config: string; policy: Policy } | undefined;
-  // Parsed once per distinct text, so a sync's passes share one policy object. Errors reach
-  // the host as the hook's `err` (componentize-js turns a thrown string into one).
-  const policyFor = (config: string): Policy => {
-    if (configured?.config === config) return configured.policy;
-    let policy: Policy;
+  let configured: { config: string; policy: Policy; reads: HooksReads } | undefined;
+  let sync: Sync | undefined;
+  // The sync's pods as records, made at its first pass.
+  let pods: Pod[] | undefined;
+  // Parsed once per distinct text, so every sync under it shares one policy object. Errors
+  // reach the host as the hook's `err` (componentize-js turns a thrown string into one).
+  const configure = (config: string): { policy: Policy; reads: HooksReads } => {
+    if (configured?.config === config) return configured;
     try {
-      policy = configure(new PolicyClass(), config);
+      const policy = configurePolicy(new PolicyClass(), config);
       policy.validate();
+      configured = { config, policy, reads: readsOf(policy) };
     } catch (e) {
       throw reason(e);
     }
-    configured = { config, policy };
-    return policy;
+    return configured;
   };
   return {
-    validateConfig(config: string): void {
-      policyFor(config);
+    configure(config: string): HooksReads {
+      return configure(config).reads;
     },
-    decide(pass: Pass, candidates: Candidate[]): Choice[] {
-      const policy = policyFor(pass.config);
+    begin(next: Sync): void {
+      sync = next;
+      pods = undefined;
+    },
+    decide(pass: Pass, candidates: Candidates): Change[] {
+      if (!sync) throw "decide before begin";
+      const { policy } = configure(sync.config);
       try {
-        return decide(policy, pass, candidates);
+        pods ??= podsOf(sync);
+        return decide(policy, sync, pass, candidates, pods);
       } catch (e) {
         throw `policy hook failed: ${reason(e)}`;
       }
@@ -142,57 +234,227 @@ export function exportPolicy(PolicyClass: new () => Policy): Hooks {
   };
 }
 
+/** `policy`'s {@link Policy.reads} as the hooks contract says it; throws for a field that is
+ * not a {@link Pod} field. */
+export function readsOf(policy: Policy): HooksReads {
+  const said = policy.reads();
+  const fields: PodFields = {};
+  const names = said.fields === "all" ? (Object.keys(POD_FIELDS) as PodField[]) : (said.fields ?? []);
+  for (const name of names) {
+    const flag = POD_FIELDS[name];
+    if (flag === undefined) {
+      const expected = Object.keys(POD_FIELDS).map((f) => `\`${f}\``).join(", ");
+      throw `reads(): unknown pod field \`${name}\`, expected one of ${expected}`;
+    }
+    fields[flag] = true;
+  }
+  return {
+    labels: said.labels === "all" ? undefined : [...(said.labels ?? [])],
+    annotations: said.annotations === "all" ? undefined : [...(said.annotations ?? [])],
+    fields,
+    ports: overrides(policy, "ports"),
+    addresses: said.addresses ?? false,
+  };
+}
+
+/** The bits of a pod's byte in a pass (`candidates` in wit/hooks/v0.2/hooks.wit). */
+const PRESENT = 1;
+const READY = 2;
+const SERVING = 4;
+const TERMINATING = 8;
+const CANDIDATE = 16;
+
+/**
+ * The sync's pods as {@link Pod} records, from its columns; a field the policy does not read
+ * is empty (`""`, `[]`, `false` or `undefined`).
+ */
+export function podsOf(sync: Sync): Pod[] {
+  const c = sync.pods;
+  const namespace = sync.service.namespace;
+  return c.names.map((_, i) => new ColumnPod(c, i, namespace));
+}
+
+/**
+ * A pod that reads each field from its column when a hook reads it: making a record of every
+ * field for every pod costs more in the interpreter than the few reads a policy makes.
+ * Read-only, as a hook's pod is in every language; `JSON.stringify` gives every field.
+ */
+class ColumnPod implements Pod {
+  constructor(
+    private readonly c: Pods,
+    private readonly i: number,
+    readonly namespace: string,
+  ) {}
+  get name(): string {
+    return this.c.names[this.i];
+  }
+  get uid(): string {
+    return this.c.uids[this.i] ?? "";
+  }
+  get labels(): KeyValue[] {
+    return this.c.labels[this.i] ?? [];
+  }
+  get annotations(): KeyValue[] {
+    return this.c.annotations[this.i] ?? [];
+  }
+  get nodeName(): string {
+    return this.c.nodeNames[this.i] ?? "";
+  }
+  get hostname(): string {
+    return this.c.hostnames[this.i] ?? "";
+  }
+  get subdomain(): string {
+    return this.c.subdomains[this.i] ?? "";
+  }
+  get podIp(): string | undefined {
+    return this.c.podIp[this.i];
+  }
+  get podIps(): string[] {
+    return this.c.podIps[this.i] ?? [];
+  }
+  get phase(): string {
+    return this.c.phases[this.i] ?? "";
+  }
+  get conditions(): PodCondition[] {
+    return this.c.conditions[this.i] ?? [];
+  }
+  get terminating(): boolean {
+    return this.c.terminating[this.i] ?? false;
+  }
+  get nodeExists(): boolean {
+    return this.c.nodeExists[this.i] ?? false;
+  }
+  get zone(): string | undefined {
+    return this.c.zones[this.i];
+  }
+  get containerPorts(): ContainerPort[] {
+    return this.c.containerPorts[this.i] ?? [];
+  }
+  /** Every field, as a plain record. */
+  toJSON(): Pod {
+    return {
+      namespace: this.namespace,
+      name: this.name,
+      uid: this.uid,
+      labels: this.labels,
+      annotations: this.annotations,
+      nodeName: this.nodeName,
+      hostname: this.hostname,
+      subdomain: this.subdomain,
+      podIp: this.podIp,
+      podIps: this.podIps,
+      phase: this.phase,
+      conditions: this.conditions,
+      terminating: this.terminating,
+      nodeExists: this.nodeExists,
+      zone: this.zone,
+      containerPorts: this.containerPorts,
+    };
+  }
+}
+
 /**
  * Answers one pass with `policy`'s hooks, in the Rust SDK's order: `include`, then `ports`
- * and `verdict` per pod, then `verdicts` over the pass.
+ * and `verdict` per pod, then `verdicts` over the pass. Returns the changes alone; a hook the
+ * policy does not override is not called.
  */
-export function decide(policy: Policy, pass: Pass, candidates: Candidate[]): Choice[] {
-  const ctx: Context = { service: pass.service, output: pass.output, family: pass.family };
-  const choices: Choice[] = [];
-  const verdicts: (Verdict | undefined)[] = [];
-  for (const candidate of candidates) {
-    if (!policy.include(ctx, candidate.pod)) {
-      // The engine ignores ports and verdict of a pod left out, but the contract asks for a
-      // verdict exactly when the candidate has one.
-      choices.push({ include: false, ports: candidate.ports, verdict: candidate.verdict });
-      verdicts.push(undefined);
+export function decide(
+  policy: Policy,
+  sync: Sync,
+  pass: Pass,
+  candidates: Candidates,
+  pods: Pod[] = podsOf(sync),
+): Change[] {
+  const wantsInclude = overrides(policy, "include");
+  const wantsPorts = overrides(policy, "ports");
+  const wantsVerdict = overrides(policy, "verdict");
+  const wantsVerdicts = overrides(policy, "verdicts");
+  if (!(wantsInclude || wantsPorts || wantsVerdict || wantsVerdicts)) return [];
+  const ctx: Context = { service: sync.service, output: pass.output, family: pass.family };
+  const wantsEndpoint = wantsVerdict || wantsVerdicts;
+  const changes: Change[] = [];
+  const kept: {
+    at: number;
+    verdict?: Verdict;
+    bits: number;
+    address?: EndpointAddress;
+    ports?: EndpointPort[];
+  }[] = [];
+  const count = candidates.pods.length;
+  for (let i = 0; i < count; i++) {
+    const bits = candidates.pods[i];
+    if (!(bits & CANDIDATE)) continue;
+    const pod = pods[i];
+    if (wantsInclude && !policy.include(ctx, pod)) {
+      changes.push({ pod: i, include: false });
       continue;
     }
-    const ports = [...candidate.ports];
-    policy.ports(ctx, candidate.pod, ports);
+    let ports: EndpointPort[] | undefined;
+    if (wantsPorts) {
+      const upstream = candidates.ports[i];
+      const chosen = upstream.map((p) => ({ ...p }));
+      policy.ports(ctx, pod, chosen);
+      if (!samePorts(chosen, upstream)) ports = chosen;
+    }
     let verdict: Verdict | undefined;
-    if (candidate.verdict) {
-      const v = candidate.verdict;
+    let address: EndpointAddress | undefined;
+    if (wantsEndpoint && bits & PRESENT) {
+      address = candidates.addresses[i];
       verdict = {
-        pod: candidate.pod,
-        include: v.include,
-        ready: v.ready,
-        serving: v.serving,
-        terminating: v.terminating,
-        address: { ...v.address },
+        pod,
+        include: true,
+        ready: (bits & READY) !== 0,
+        serving: (bits & SERVING) !== 0,
+        terminating: (bits & TERMINATING) !== 0,
+        address: address && (JSON.parse(JSON.stringify(address)) as EndpointAddress),
       };
-      policy.verdict(ctx, verdict);
+      if (wantsVerdict) policy.verdict(ctx, verdict);
     }
-    choices.push({ include: true, ports, verdict: undefined });
-    verdicts.push(verdict);
+    if (verdict || ports) kept.push({ at: i, verdict, bits, address, ports });
   }
-  policy.verdicts(
-    ctx,
-    verdicts.filter((v): v is Verdict => v !== undefined && v.include),
-  );
-  choices.forEach((choice, i) => {
-    const v = verdicts[i];
-    if (choice.include && v) {
-      choice.verdict = {
-        include: v.include,
-        ready: v.ready,
-        serving: v.serving,
-        terminating: v.terminating,
-        address: v.address,
-      };
+  if (wantsVerdicts) {
+    policy.verdicts(
+      ctx,
+      kept.flatMap((k) => (k.verdict?.include ? [k.verdict] : [])),
+    );
+  }
+  for (const { at, verdict, bits, address, ports } of kept) {
+    let endpoint: Endpoint | undefined;
+    if (verdict) {
+      const sameAddress = sameJson(verdict.address, address);
+      if (
+        !verdict.include ||
+        verdict.ready !== ((bits & READY) !== 0) ||
+        verdict.serving !== ((bits & SERVING) !== 0) ||
+        verdict.terminating !== ((bits & TERMINATING) !== 0) ||
+        !sameAddress
+      ) {
+        endpoint = {
+          publish: verdict.include,
+          ready: verdict.ready,
+          serving: verdict.serving,
+          terminating: verdict.terminating,
+          address: sameAddress ? undefined : verdict.address,
+        };
+      }
     }
-  });
-  return choices;
+    if (endpoint || ports) changes.push({ pod: at, include: true, ports, endpoint });
+  }
+  return changes;
+}
+
+/** Whether `policy`'s class overrides the hook `name`. */
+function overrides(policy: Policy, name: "include" | "ports" | "verdict" | "verdicts"): boolean {
+  return policy[name] !== Policy.prototype[name];
+}
+
+function samePorts(a: EndpointPort[], b: EndpointPort[]): boolean {
+  return a.length === b.length && a.every((p, i) => sameJson(p, b[i]));
+}
+
+/** Whether two records of the contract hold the same values (key order is the contract's). */
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** The value of the label `key` of a pod or Service, or `undefined`. */
@@ -230,7 +492,7 @@ function lookup(entries: KeyValue[], key: string): string | undefined {
 }
 
 /** `policy` with the fields of the JSON `config` set; throws a message naming the problem. */
-function configure(policy: Policy, config: string): Policy {
+function configurePolicy(policy: Policy, config: string): Policy {
   if (config.trim() === "") return policy;
   let data: unknown;
   try {

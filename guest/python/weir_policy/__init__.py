@@ -5,10 +5,13 @@ policy implements the ``weir_policy::Policy`` trait; every hook defaults to upst
 Its configuration fields are class attributes with type annotations and defaults, read from
 the JSON configuration the host sends (camelCase keys, as in the Rust examples)::
 
-    from weir_policy import Policy, export_policy, annotation
+    from weir_policy import Policy, Reads, export_policy, annotation
 
     class DrainAnnotation(Policy):
         annotation: str = "weir.dev/drain"
+
+        def reads(self):
+            return Reads(annotations=[self.annotation])
 
         def verdict(self, ctx, verdict):
             if annotation(verdict.pod, self.annotation) == "true":
@@ -16,18 +19,21 @@ the JSON configuration the host sends (camelCase keys, as in the Rust examples):
 
     export_policy(DrainAnnotation)
 
+:meth:`Policy.reads` says which pod fields the hooks read: only those cross from weir's
+engine into Python, which is most of what a call costs. It defaults to everything.
+
 The module holding the policy is named ``policy`` (``policy.py``); ``weir_policy.component``
-is the module componentize-py builds (world ``hooks`` of ``wit/hooks/v0.1``), and
+is the module componentize-py builds (world ``hooks`` of ``wit/hooks/v0.2``), and
 ``weir policy build`` composes the result with upstream's engine into an ordinary guest.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import json
 import typing
-from dataclasses import dataclass
-from typing import Any, List, Optional, Type
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Type, Union
 
 from wit_world.exports import policy as hooks
 from wit_world.imports import log, types
@@ -44,6 +50,7 @@ EndpointAddress = types.EndpointAddress
 EndpointPort = types.EndpointPort
 
 __all__ = [
+    "ALL",
     "ConfigError",
     "Context",
     "EndpointAddress",
@@ -52,6 +59,7 @@ __all__ = [
     "Output",
     "Pod",
     "Policy",
+    "Reads",
     "Service",
     "Verdict",
     "annotation",
@@ -68,6 +76,55 @@ class ConfigError(ValueError):
     """A configuration that does not fit the policy's fields."""
 
 
+ALL = "all"
+"""In :class:`Reads`: every label, every annotation or every pod field."""
+
+POD_FIELDS = {
+    "uid": hooks.PodFields.UID,
+    "node_name": hooks.PodFields.NODE_NAME,
+    "hostname": hooks.PodFields.HOSTNAME,
+    "subdomain": hooks.PodFields.SUBDOMAIN,
+    "pod_ip": hooks.PodFields.POD_IPS,
+    "pod_ips": hooks.PodFields.POD_IPS,
+    "phase": hooks.PodFields.PHASE,
+    "conditions": hooks.PodFields.CONDITIONS,
+    "terminating": hooks.PodFields.TERMINATING,
+    "node_exists": hooks.PodFields.NODE_EXISTS,
+    "zone": hooks.PodFields.ZONE,
+    "container_ports": hooks.PodFields.CONTAINER_PORTS,
+}
+"""The :class:`Pod` attributes :class:`Reads` can name beyond ``namespace``, ``name``,
+``labels`` and ``annotations``."""
+
+
+@dataclass
+class Reads:
+    """What the hooks read of each pod, under one configuration (:meth:`Policy.reads`).
+
+    Every pod carries its ``namespace`` and ``name``; anything not named here arrives empty
+    (``""``, ``[]``, ``False`` or ``None``). Fields default to nothing, so a policy names
+    exactly what it reads::
+
+        Reads(annotations=["weir.dev/drain"])
+        Reads(labels=["tier"], fields=["node_name"])
+    """
+
+    labels: Union[List[str], str] = field(default_factory=list)
+    """The label keys whose entries the pods carry, or :data:`ALL`."""
+    annotations: Union[List[str], str] = field(default_factory=list)
+    """The annotation keys whose entries the pods carry, or :data:`ALL`."""
+    fields: Union[List[str], str] = field(default_factory=list)
+    """The other :class:`Pod` attributes the hooks read (``"node_name"``, ``"zone"``,
+    ``"conditions"``, ...: the keys of :data:`POD_FIELDS`), or :data:`ALL`."""
+    addresses: bool = False
+    """Whether :attr:`Verdict.address` carries upstream's address (else ``None``)."""
+
+    @classmethod
+    def everything(cls) -> "Reads":
+        """Every field of every pod, and every address: what a policy that does not say gets."""
+        return cls(labels=ALL, annotations=ALL, fields=ALL, addresses=True)
+
+
 @dataclass
 class Context:
     """What a hook knows about the pass it is asked in (the Rust SDK's ``Context``)."""
@@ -80,7 +137,7 @@ class Context:
     """For the Endpoints the Service's primary IP family; for slices the slices' address type."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One pod's endpoint as the pass will publish it (the Rust SDK's ``Verdict``).
 
@@ -97,8 +154,9 @@ class Verdict:
     """``conditions.serving`` in a slice."""
     terminating: bool
     """``conditions.terminating`` in a slice."""
-    address: EndpointAddress
-    """``ip``, ``hostname``, ``nodeName`` and ``targetRef``."""
+    address: Optional[EndpointAddress]
+    """``ip``, ``hostname``, ``nodeName`` and ``targetRef``; ``None`` unless :meth:`Policy.reads`
+    says ``addresses=True``. Setting it replaces upstream's address."""
 
 
 class Policy:
@@ -145,6 +203,11 @@ class Policy:
 
     def validate(self) -> None:
         """Checks the configuration before any hook runs; raise ``ValueError`` to refuse it."""
+
+    def reads(self) -> Reads:
+        """What the hooks read of each pod (:class:`Reads`); by default everything. Naming
+        only what the hooks read makes each call several times cheaper."""
+        return Reads.everything()
 
     def include(self, ctx: Context, pod: Pod) -> bool:
         """Whether ``pod`` takes part at all; ``False`` leaves it out as if the Service's
@@ -209,48 +272,152 @@ def error(message: str) -> None:
     log.write(log.Level.ERROR, message)
 
 
+def reads_of(policy: Policy) -> hooks.Reads:
+    """``policy``'s :meth:`Policy.reads` as the hooks contract says it. Raises
+    :class:`ConfigError` for a field that is not a :class:`Pod` attribute."""
+    said = policy.reads()
+    if not isinstance(said, Reads):
+        raise ConfigError(f"reads() must return a weir_policy.Reads, not {said!r}")
+    if said.fields == ALL:
+        fields = hooks.PodFields(0)
+        for flag in POD_FIELDS.values():
+            fields |= flag
+    else:
+        fields = hooks.PodFields(0)
+        for name in said.fields:
+            if name not in POD_FIELDS:
+                expected = ", ".join(f"`{f}`" for f in POD_FIELDS)
+                raise ConfigError(f"reads(): unknown pod field `{name}`, expected one of {expected}")
+            fields |= POD_FIELDS[name]
+    return hooks.Reads(
+        None if said.labels == ALL else list(said.labels),
+        None if said.annotations == ALL else list(said.annotations),
+        fields,
+        _overrides(policy, "ports"),
+        said.addresses,
+    )
+
+
+_PRESENT, _READY, _SERVING, _TERMINATING, _CANDIDATE = 1, 2, 4, 8, 16
+"""The bits of a pod's byte in a pass (``candidates`` in wit/hooks/v0.2/hooks.wit)."""
+
+
+def pods_of(sync: hooks.Sync) -> List[Pod]:
+    """The sync's pods as :class:`Pod` records, from its columns; a field the policy does not
+    read is empty (``""``, ``[]``, ``False`` or ``None``)."""
+    c = sync.pods
+    namespace = sync.service.namespace
+    count = len(c.names)
+
+    def column(values, empty):
+        return values if values else [empty] * count
+
+    # Lists are made per pod, so that no two pods share one.
+    def lists(values):
+        return values if values else [[] for _ in range(count)]
+
+    return [
+        Pod(namespace, *fields)
+        for fields in zip(
+            c.names,
+            column(c.uids, ""),
+            lists(c.labels),
+            lists(c.annotations),
+            column(c.node_names, ""),
+            column(c.hostnames, ""),
+            column(c.subdomains, ""),
+            column(c.pod_ip, None),
+            lists(c.pod_ips),
+            column(c.phases, ""),
+            lists(c.conditions),
+            column(c.terminating, False),
+            column(c.node_exists, False),
+            column(c.zones, None),
+            lists(c.container_ports),
+        )
+    ]
+
+
 def decide(
-    policy: Policy, pass_: hooks.Pass, candidates: List[hooks.Candidate]
-) -> List[hooks.Choice]:
+    policy: Policy,
+    sync: hooks.Sync,
+    pass_: hooks.Pass,
+    candidates: hooks.Candidates,
+    pods: Optional[List[Pod]] = None,
+) -> List[hooks.Change]:
     """Answers one pass with ``policy``'s hooks, in the Rust SDK's order: ``include``, then
-    ``ports`` and ``verdict`` per pod, then ``verdicts`` over the pass."""
-    ctx = Context(service=pass_.service, output=pass_.output, family=pass_.family)
-    choices: List[hooks.Choice] = []
-    verdicts: List[Optional[Verdict]] = []
-    for candidate in candidates:
-        if not policy.include(ctx, candidate.pod):
-            # The engine ignores ports and verdict of a pod left out, but the contract asks
-            # for a verdict exactly when the candidate has one.
-            choices.append(hooks.Choice(False, candidate.ports, candidate.verdict))
-            verdicts.append(None)
+    ``ports`` and ``verdict`` per pod, then ``verdicts`` over the pass. Returns the changes
+    alone; a hook the policy does not override is not called. ``pods`` is
+    :func:`pods_of` ``sync``, made once per sync by the caller (made here when ``None``)."""
+    wants_include = _overrides(policy, "include")
+    wants_ports = _overrides(policy, "ports")
+    wants_verdict = _overrides(policy, "verdict")
+    wants_verdicts = _overrides(policy, "verdicts")
+    if not (wants_include or wants_ports or wants_verdict or wants_verdicts):
+        return []
+    if pods is None:
+        pods = pods_of(sync)
+    ctx = Context(service=sync.service, output=pass_.output, family=pass_.family)
+    upstream_ports = candidates.ports
+    addresses = candidates.addresses
+    wants_endpoint = wants_verdict or wants_verdicts
+    changes: List[hooks.Change] = []
+    # (pod index, verdict, upstream's bits, upstream's address, changed ports)
+    kept = []
+    for i, bits in enumerate(candidates.pods):
+        if not bits & _CANDIDATE:
             continue
-        ports = list(candidate.ports)
-        policy.ports(ctx, candidate.pod, ports)
-        verdict = None
-        if candidate.verdict is not None:
-            v = candidate.verdict
+        pod = pods[i]
+        if wants_include and not policy.include(ctx, pod):
+            changes.append(hooks.Change(i, False, None, None))
+            continue
+        ports = None
+        if wants_ports:
+            ports = list(upstream_ports[i])
+            policy.ports(ctx, pod, ports)
+            if ports == upstream_ports[i]:
+                ports = None
+        if wants_endpoint and bits & _PRESENT:
+            address = addresses[i] if addresses else None
             verdict = Verdict(
-                candidate.pod,
-                v.include,
-                v.ready,
-                v.serving,
-                v.terminating,
-                dataclasses.replace(v.address),
+                pod,
+                True,
+                bits & _READY != 0,
+                bits & _SERVING != 0,
+                bits & _TERMINATING != 0,
+                None if address is None else copy.deepcopy(address),
             )
-            policy.verdict(ctx, verdict)
-        choices.append(hooks.Choice(True, ports, None))
-        verdicts.append(verdict)
-    policy.verdicts(ctx, [v for v in verdicts if v is not None and v.include])
-    for choice, candidate, verdict in zip(choices, candidates, verdicts):
-        if choice.include and verdict is not None:
-            choice.verdict = hooks.Verdict(
+            if wants_verdict:
+                policy.verdict(ctx, verdict)
+            kept.append((i, verdict, bits, address, ports))
+        elif ports is not None:
+            kept.append((i, None, bits, None, ports))
+    if wants_verdicts:
+        policy.verdicts(ctx, [k[1] for k in kept if k[1] is not None and k[1].include])
+    for i, verdict, bits, address, ports in kept:
+        endpoint = None
+        if verdict is not None and (
+            not verdict.include
+            or verdict.ready != (bits & _READY != 0)
+            or verdict.serving != (bits & _SERVING != 0)
+            or verdict.terminating != (bits & _TERMINATING != 0)
+            or verdict.address != address
+        ):
+            endpoint = hooks.Endpoint(
                 verdict.include,
                 verdict.ready,
                 verdict.serving,
                 verdict.terminating,
-                verdict.address,
+                None if verdict.address == address else verdict.address,
             )
-    return choices
+        if endpoint is not None or ports is not None:
+            changes.append(hooks.Change(i, True, ports, endpoint))
+    return changes
+
+
+def _overrides(policy: Policy, hook: str) -> bool:
+    """Whether ``policy``'s class overrides the hook named ``hook``."""
+    return getattr(type(policy), hook) is not getattr(Policy, hook)
 
 
 def _lookup(entries: List[types.KeyValue], key: str) -> Optional[str]:

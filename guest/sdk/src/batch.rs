@@ -52,15 +52,15 @@ pub fn candidates<'r>(ctx: &Context<'r>) -> Vec<Candidate<'r>> {
         .collect()
 }
 
-/// A policy's answer for one [`Candidate`].
+/// A policy's answer for one [`Candidate`]: what it changes of upstream's decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     /// Whether the pod takes part at all ([`Policy::include`]).
     pub include: bool,
-    /// The ports the pod serves ([`Policy::ports`]).
-    pub ports: Vec<EndpointPort>,
-    /// The pod's endpoint ([`Policy::verdict`]): `Some` exactly when the candidate's
-    /// `verdict` is.
+    /// The ports the pod serves ([`Policy::ports`]); `None` keeps upstream's.
+    pub ports: Option<Vec<EndpointPort>>,
+    /// The pod's endpoint ([`Policy::verdict`]); `None` keeps upstream's. `Some` only when
+    /// the candidate's `verdict` is.
     pub endpoint: Option<Endpoint>,
 }
 
@@ -76,30 +76,17 @@ pub struct Endpoint {
     pub serving: bool,
     /// `conditions.terminating` in a slice.
     pub terminating: bool,
-    /// `ip`, `hostname`, `nodeName` and `targetRef`.
-    pub address: EndpointAddress,
+    /// `ip`, `hostname`, `nodeName` and `targetRef`; `None` keeps upstream's.
+    pub address: Option<EndpointAddress>,
 }
 
 impl Choice {
-    /// The choice that changes nothing: the candidate's own ports and endpoint, included.
-    pub fn unchanged(candidate: &Candidate<'_>) -> Self {
-        Choice {
-            include: true,
-            ports: candidate
-                .ports
-                .iter()
-                .cloned()
-                .map(Port::into_owned)
-                .collect(),
-            endpoint: candidate.verdict.as_ref().map(|v| Endpoint {
-                include: v.include,
-                ready: v.ready,
-                serving: v.serving,
-                terminating: v.terminating,
-                address: v.address.clone().into_owned(),
-            }),
-        }
-    }
+    /// The choice that changes nothing: upstream's ports and endpoint, included.
+    pub const UNCHANGED: Choice = Choice {
+        include: true,
+        ports: None,
+        endpoint: None,
+    };
 }
 
 /// An endpoint policy that decides each pass of a sync in one call.
@@ -109,7 +96,8 @@ pub trait PassPolicy {
         Ok(())
     }
 
-    /// One [`Choice`] per candidate, in the same order. An `Err` fails the whole call.
+    /// One [`Choice`] per candidate, in the same order ([`Choice::UNCHANGED`] for a candidate
+    /// the policy leaves as upstream decided it). An `Err` fails the whole call.
     fn decide(
         &self,
         ctx: &Context<'_>,
@@ -120,7 +108,7 @@ pub trait PassPolicy {
 /// Runs `policy` on one request as [`reconcile`](crate::reconcile) runs a [`Policy`]: the
 /// same passes and upstream steps, with `policy` asked once per pass that has candidates.
 /// Fails when `policy` fails, or when its answer does not fit the candidates (another count
-/// of choices, or an endpoint where upstream gives none or none where upstream gives one).
+/// of choices, or an endpoint where upstream gives none).
 pub fn reconcile_passes(policy: &impl PassPolicy, request: &Request) -> Result<Decision, String> {
     let adapter = PassAdapter {
         policy,
@@ -199,7 +187,7 @@ impl<P: PassPolicy> PassAdapter<'_, P> {
     }
 }
 
-/// Whether `choices` answer `candidates`: one each, with an endpoint exactly where upstream
+/// Whether `choices` answer `candidates`: one each, with an endpoint only where upstream
 /// gives one.
 fn check(
     ctx: &Context<'_>,
@@ -220,16 +208,14 @@ fn check(
     }
     for (i, (candidate, choice)) in candidates.iter().zip(choices).enumerate() {
         let pod = candidate.pod;
-        let problem = match (&candidate.verdict, &choice.endpoint) {
-            (Some(_), None) => "has no verdict, but upstream gives the pod an endpoint",
-            (None, Some(_)) => "has a verdict, but the pod has no IP of the pass's family",
-            _ => continue,
-        };
-        return Err(format!(
-            "the policy's choice {i} (Pod {}/{}) in the {pass} pass {problem}; return the \
-             candidate's verdict, changed or not, exactly when it has one",
-            pod.namespace, pod.name
-        ));
+        if candidate.verdict.is_none() && choice.endpoint.is_some() {
+            return Err(format!(
+                "the policy's choice {i} (Pod {}/{}) in the {pass} pass has an endpoint, but \
+                 the pod has no IP of the pass's family; change an endpoint only where the \
+                 candidate has one",
+                pod.namespace, pod.name
+            ));
+        }
     }
     Ok(())
 }
@@ -254,22 +240,27 @@ impl<P: PassPolicy> Policy for PassAdapter<'_, P> {
             verdict.serving = endpoint.serving;
             verdict.terminating = endpoint.terminating;
             // An unchanged address stays borrowed from the pod, as the drive prefers.
-            if !reads_as(&verdict.address, &endpoint.address) {
-                verdict.address = Address::from(endpoint.address.clone());
+            if let Some(address) = &endpoint.address
+                && !reads_as(&verdict.address, address)
+            {
+                verdict.address = Address::from(address.clone());
             }
         });
     }
 
     fn ports(&self, ctx: &Context, pod: &Pod, ports: &mut Vec<Port>) {
         self.with_choice(ctx, pod, |choice| {
+            let Some(chosen) = &choice.ports else {
+                return;
+            };
             // Unchanged ports stay borrowed from the Service, as the drive prefers.
-            let same = choice.ports.len() == ports.len()
+            let same = chosen.len() == ports.len()
                 && ports
                     .iter()
-                    .zip(&choice.ports)
+                    .zip(chosen)
                     .all(|(upstream, chosen)| port_reads_as(upstream, chosen));
             if !same {
-                *ports = choice.ports.iter().cloned().map(Port::from).collect();
+                *ports = chosen.iter().cloned().map(Port::from).collect();
             }
         });
     }

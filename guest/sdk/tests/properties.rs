@@ -406,12 +406,12 @@ impl PassPolicy for TinkerPasses {
                         ready: verdict.ready,
                         serving: verdict.serving,
                         terminating: verdict.terminating,
-                        address: verdict.address.into_owned(),
+                        address: Some(verdict.address.into_owned()),
                     }
                 });
                 Choice {
                     include: policy.include(ctx, candidate.pod),
-                    ports: ports.into_iter().map(Port::into_owned).collect(),
+                    ports: Some(ports.into_iter().map(Port::into_owned).collect()),
                     endpoint,
                 }
             })

@@ -20,8 +20,8 @@ pub struct Args {
 enum Command {
     /// Compose a policy's hooks with weir's engine into one guest component.
     ///
-    /// HOOKS is a component that exports `weir:hooks/policy@0.1.0` (world `hooks` of
-    /// `wit/hooks/v0.1/hooks.wit`), in any language: Python through componentize-py,
+    /// HOOKS is a component that exports `weir:hooks/policy@0.2.0` (world `hooks` of
+    /// `wit/hooks/v0.2/hooks.wit`), in any language: Python through componentize-py,
     /// JavaScript through componentize-js, Rust through wit-bindgen. The engine built into
     /// this weir runs upstream's endpoint and EndpointSlice controllers and asks the hooks
     /// once per pass; the output is an ordinary `weir:endpoints@0.2.0` guest for `--guest`,
@@ -153,7 +153,7 @@ fn build(hooks_path: &Path, output: &Path, wac: &Path, requested: Requested) -> 
         if said.contains("no matching imports") {
             bail!(
                 "{}'s {HOOKS_INTERFACE} does not match the contract this weir composes with \
-                 (wit/hooks/v0.1/hooks.wit): regenerate its bindings from that file ({said})",
+                 (wit/hooks/v0.2/hooks.wit): regenerate its bindings from that file ({said})",
                 hooks_path.display()
             );
         }

@@ -1,5 +1,5 @@
 //! Policies in any language: a component that exports only the hooks
-//! (`weir:hooks/policy@0.1.0`, `wit/hooks/v0.1`) is plugged into the hooks engine built into
+//! (`weir:hooks/policy@0.2.0`, `wit/hooks/v0.2`) is plugged into the hooks engine built into
 //! weir (`guest/engine`: upstream's controllers asking those hooks once per pass), giving one
 //! ordinary guest of `weir:endpoints@0.2.0`. `weir policy build` does the plugging with `wac`;
 //! this module holds the engine and checks a hooks component first, so a wrong input gets a
@@ -8,11 +8,11 @@
 use wasmparser::{Parser, Payload};
 
 /// The hooks engine, built from `guest/engine` by this crate's build script: world
-/// `weir:hooks/engine@0.1.0`, which imports the hooks and exports `weir:endpoints@0.2.0`.
+/// `weir:hooks/engine@0.2.0`, which imports the hooks and exports `weir:endpoints@0.2.0`.
 pub static HOOKS_ENGINE: &[u8] = include_bytes!(env!("WEIR_HOOKS_ENGINE_WASM"));
 
 /// The interface a hooks component exports.
-pub const HOOKS_INTERFACE: &str = "weir:hooks/policy@0.1.0";
+pub const HOOKS_INTERFACE: &str = "weir:hooks/policy@0.2.0";
 
 /// The preamble of a core WebAssembly module (magic and version 1).
 const CORE_MODULE_PREAMBLE: [u8; 8] = *b"\0asm\x01\0\0\0";
@@ -31,10 +31,20 @@ pub enum HooksError {
     /// The bytes are not a WebAssembly component, or not a well-formed one.
     #[error("not a valid WebAssembly component: {0}")]
     NotComponent(String),
+    /// The component exports hooks of another version of the contract.
+    #[error(
+        "the component exports {found}, another version of the hooks contract; this weir \
+         composes {HOOKS_INTERFACE} (wit/hooks/v0.2/hooks.wit): rebuild the policy with the \
+         SDK that comes with this weir"
+    )]
+    OtherVersion {
+        /// The hooks interface it exports.
+        found: String,
+    },
     /// The component does not export the hooks.
     #[error(
         "the component does not export {HOOKS_INTERFACE} (world `hooks` of \
-         wit/hooks/v0.1/hooks.wit); it exports {exports}"
+         wit/hooks/v0.2/hooks.wit); it exports {exports}"
     )]
     NoHooks {
         /// What it exports instead, for the message.
@@ -56,6 +66,15 @@ pub fn check_hooks(bytes: &[u8]) -> Result<(), HooksError> {
     let mut exports = top_level_exports(bytes)?;
     if exports.iter().any(|name| name == HOOKS_INTERFACE) {
         return Ok(());
+    }
+    let unversioned = HOOKS_INTERFACE.split('@').next().unwrap_or(HOOKS_INTERFACE);
+    if let Some(found) = exports
+        .iter()
+        .find(|name| name.split('@').next() == Some(unversioned))
+    {
+        return Err(HooksError::OtherVersion {
+            found: found.clone(),
+        });
     }
     exports.sort_unstable();
     let exports = if exports.is_empty() {

@@ -1,7 +1,7 @@
 // drain-annotation in TypeScript: upstream behaviour, except that pods annotated as draining
 // (by default `weir.dev/drain: "true"`) are published as not ready. Same configuration and
 // cases as the Rust example (../README.md).
-import { Policy, annotation, debug, exportPolicy, type Context, type Verdict } from "weir-policy";
+import { Policy, annotation, debug, exportPolicy, type Context, type Reads, type Verdict } from "weir-policy";
 
 class DrainAnnotation extends Policy {
   /** The pod annotation that marks a draining pod. */
@@ -13,6 +13,11 @@ class DrainAnnotation extends Policy {
 
   validate(): void {
     if (this.annotation === "") throw new Error("annotation must not be empty");
+  }
+
+  // Only this annotation of each pod crosses into JavaScript.
+  reads(): Reads {
+    return { annotations: [this.annotation] };
   }
 
   verdict(ctx: Context, verdict: Verdict): void {

@@ -2,7 +2,7 @@
 default ``weir.dev/drain: "true"``) are published as not ready. Same configuration and cases
 as the Rust example (``../README.md``)."""
 
-from weir_policy import Context, Policy, Verdict, annotation, debug, export_policy
+from weir_policy import Context, Policy, Reads, Verdict, annotation, debug, export_policy
 
 
 class DrainAnnotation(Policy):
@@ -16,6 +16,10 @@ class DrainAnnotation(Policy):
     def validate(self) -> None:
         if not self.annotation:
             raise ValueError("annotation must not be empty")
+
+    def reads(self) -> Reads:
+        # Only this annotation of each pod crosses into Python.
+        return Reads(annotations=[self.annotation])
 
     def verdict(self, ctx: Context, verdict: Verdict) -> None:
         applies = not ctx.service.publish_not_ready_addresses or self.override_publish_not_ready

@@ -1,7 +1,7 @@
 // node-allowlist in TypeScript: upstream behaviour, but only pods on nodes whose names match
 // one of the configured glob patterns are published at all. Same configuration and cases as
 // the Rust example (../README.md).
-import { Policy, debug, exportPolicy, type Context, type Pod } from "weir-policy";
+import { Policy, debug, exportPolicy, type Context, type Pod, type Reads } from "weir-policy";
 
 /**
  * Whether `text` matches `pattern` (`*`: any run, possibly empty; `?`: one character).
@@ -39,6 +39,11 @@ class NodeAllowlist extends Policy {
     if (this.nodes.length === 0) {
       throw new Error('nodes must list at least one pattern (use ["*"] for every node)');
     }
+  }
+
+  // Only each pod's node name crosses into JavaScript.
+  reads(): Reads {
+    return { fields: ["nodeName"] };
   }
 
   include(_ctx: Context, pod: Pod): boolean {

@@ -4,7 +4,7 @@ example (``../README.md``)."""
 
 from typing import List
 
-from weir_policy import Context, Pod, Policy, debug, export_policy
+from weir_policy import Context, Pod, Policy, Reads, debug, export_policy
 
 
 def glob_match(pattern: str, text: str) -> bool:
@@ -35,6 +35,10 @@ class NodeAllowlist(Policy):
     def validate(self) -> None:
         if not self.nodes:
             raise ValueError('nodes must list at least one pattern (use ["*"] for every node)')
+
+    def reads(self) -> Reads:
+        # Only each pod's node name crosses into Python.
+        return Reads(fields=["node_name"])
 
     def include(self, ctx: Context, pod: Pod) -> bool:
         allowed = any(glob_match(pattern, pod.node_name) for pattern in self.nodes)

@@ -41,7 +41,53 @@ where
 }
 
 fn unchanged(_: &Context<'_>, candidates: &[Candidate<'_>]) -> Result<Vec<Choice>, String> {
-    Ok(candidates.iter().map(Choice::unchanged).collect())
+    Ok(candidates.iter().map(|_| Choice::UNCHANGED).collect())
+}
+
+/// The choice that spells out upstream's ports and endpoint for `candidate` instead of
+/// leaving them unchanged.
+fn echo(candidate: &Candidate<'_>) -> Choice {
+    Choice {
+        include: true,
+        ports: Some(
+            candidate
+                .ports
+                .iter()
+                .cloned()
+                .map(Port::into_owned)
+                .collect(),
+        ),
+        endpoint: candidate.verdict.as_ref().map(|v| Endpoint {
+            include: v.include,
+            ready: v.ready,
+            serving: v.serving,
+            terminating: v.terminating,
+            address: Some(v.address.clone().into_owned()),
+        }),
+    }
+}
+
+fn echoed(_: &Context<'_>, candidates: &[Candidate<'_>]) -> Result<Vec<Choice>, String> {
+    Ok(candidates.iter().map(echo).collect())
+}
+
+#[test]
+fn spelled_out_choices_equal_unchanged_ones() {
+    let mut odd = pod("odd", "10.0.0.3", true);
+    odd.hostname = "odd".into();
+    odd.subdomain = "sub".into();
+    let req = request(
+        dual_stack(),
+        vec![
+            dual_pod("a", "10.0.0.1", Some("fd00::a"), true),
+            dual_pod("b", "10.0.0.2", None, false),
+            odd,
+        ],
+    );
+    let spelled = reconcile_passes(&Recorder::new(echoed), &req).unwrap();
+    let left = reconcile_passes(&Recorder::new(unchanged), &req).unwrap();
+    assert_eq!(spelled, left);
+    assert_eq!(left, reconcile(&DefaultPolicy::default(), &req).unwrap());
 }
 
 fn dual_stack() -> Service {
@@ -133,7 +179,7 @@ fn choices_mean_what_the_policy_hooks_mean() {
         Ok(candidates
             .iter()
             .map(|c| {
-                let mut choice = Choice::unchanged(c);
+                let mut choice = echo(c);
                 choice.include = c.pod.name != "hidden";
                 if c.pod.annotation("drain") == Some("true")
                     && let Some(endpoint) = &mut choice.endpoint
@@ -141,8 +187,9 @@ fn choices_mean_what_the_policy_hooks_mean() {
                     endpoint.ready = false;
                 }
                 if c.pod.name == "a" {
-                    choice.ports[0].port = 9090;
-                    choice.endpoint.as_mut().unwrap().address.hostname = "alpha".into();
+                    choice.ports.as_mut().unwrap()[0].port = 9090;
+                    let endpoint = choice.endpoint.as_mut().unwrap();
+                    endpoint.address.as_mut().unwrap().hostname = "alpha".into();
                 }
                 choice
             })
@@ -178,7 +225,7 @@ fn an_endpoint_left_out_keeps_its_port_group() {
         Ok(candidates
             .iter()
             .map(|c| {
-                let mut choice = Choice::unchanged(c);
+                let mut choice = echo(c);
                 choice.endpoint.as_mut().unwrap().include = false;
                 choice
             })
@@ -208,17 +255,6 @@ fn a_misfit_answer_fails_the_call_with_what_is_wrong() {
         "nothing asked after a failure"
     );
 
-    let no_verdict = Recorder::new(|_: &Context<'_>, candidates: &[Candidate<'_>]| {
-        let mut choices: Vec<Choice> = candidates.iter().map(Choice::unchanged).collect();
-        choices[1].endpoint = None;
-        Ok(choices)
-    });
-    let err = reconcile_passes(&no_verdict, &req).unwrap_err();
-    assert!(
-        err.contains("choice 1 (Pod ns/b)") && err.contains("has no verdict"),
-        "{err}"
-    );
-
     let mut v6 = service();
     v6.ip_families = vec!["IPv6".into()];
     v6.cluster_ip = "fd00::1".into();
@@ -233,18 +269,19 @@ fn a_misfit_answer_fails_the_call_with_what_is_wrong() {
             family: Family::V4,
             output: Output::Endpoints,
         };
-        let endpoint = Choice::unchanged(&super::candidates(&ctx)[0]).endpoint;
+        let endpoint = echo(&super::candidates(&ctx)[0]).endpoint;
         Ok(candidates
             .iter()
             .map(|c| Choice {
                 endpoint: endpoint.clone(),
-                ..Choice::unchanged(c)
+                ..echo(c)
             })
             .collect())
     });
     let err = reconcile_passes(&invented, &req6).unwrap_err();
     assert!(
-        err.contains("has a verdict, but the pod has no IP"),
+        err.contains("choice 0 (Pod ns/a)")
+            && err.contains("has an endpoint, but the pod has no IP"),
         "{err}"
     );
 }

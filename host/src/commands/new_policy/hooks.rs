@@ -81,7 +81,7 @@ pub fn create(
         .parent()
         .and_then(Path::parent)
         .context("the SDK directory has no weir checkout around it")?;
-    let wit = root.join("wit/hooks/v0.1");
+    let wit = root.join("wit/hooks/v0.2");
     if !wit.join("hooks.wit").is_file() {
         bail!(
             "no hooks contract at {}: the SDK at {} is not inside a weir checkout",
