@@ -573,3 +573,26 @@ func TestAnotherManagersSliceIsLeftOutOfTheHints(t *testing.T) {
 		t.Errorf("an owned slice with a ready endpoint without a zone: classified")
 	}
 }
+
+// Slice write counts may differ right after a check that saw arbitrary hint order, and only
+// then; other resources' write differences stay unexplained.
+func TestHintOrderWritesFollowOnlyADivergence(t *testing.T) {
+	writes := func() []difference {
+		return []difference{
+			{resource: "endpointslices", upstreamWrites: 4, weirWrites: 2, what: "endpointslices writes"},
+			{resource: "endpoints", upstreamWrites: 1, weirWrites: 2, what: "endpoints writes"},
+		}
+	}
+	got := classifyHintOrderWrites(writes(), true)
+	if !got[0].arbitraryHints || got[1].arbitraryHints {
+		t.Fatalf("after a divergence: slice writes recognised, Endpoints writes not; got %+v", got)
+	}
+	for _, d := range classifyHintOrderWrites(writes(), false) {
+		if d.arbitraryHints {
+			t.Fatalf("without a divergence at the previous check nothing is recognised: %+v", d)
+		}
+	}
+	if !sawArbitraryHints([]difference{{}, {arbitraryHints: true}}) || sawArbitraryHints([]difference{{deviation: "D1"}}) {
+		t.Fatal("sawArbitraryHints")
+	}
+}

@@ -434,3 +434,28 @@ func previousSlices(prev *state, key string) []string {
 	}
 	return []string{}
 }
+
+// classifyHintOrderWrites recognises slice writes that follow an arbitrary hint order. Once a
+// check saw the two sides' hints placed differently (hintsDiffered: arbitrary hint order at the
+// previous check), the next change meets slices whose kept hints (R5.12) stay valid on one
+// side and not on the other, so the sides rewrite different numbers of slices for the same
+// change. Only slice write counts are recognised, and only right after such a check; any other
+// write difference stays unexplained.
+func classifyHintOrderWrites(writes []difference, hintsDiffered bool) []difference {
+	for i, d := range writes {
+		if hintsDiffered && d.deviation == "" && !d.undetermined && d.resource == "endpointslices" {
+			writes[i].arbitraryHints = true
+		}
+	}
+	return writes
+}
+
+// sawArbitraryHints reports whether diffs hold a difference recognised as arbitrary hint order.
+func sawArbitraryHints(diffs []difference) bool {
+	for _, d := range diffs {
+		if d.arbitraryHints {
+			return true
+		}
+	}
+	return false
+}

@@ -326,6 +326,9 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	// prevUp and prevWeir are each side's state at the last check (nil before the first): a
 	// slice kept since then may carry hints of an earlier sync (hint_order.go).
 	var prevUp, prevWeir *state
+	// hintsDiffered says the last check recognised arbitrary hint order: the sides' hints sat
+	// in different slices, so the next step's slice writes may differ (hint_order.go).
+	hintsDiffered := false
 	zones := func() (map[string]int64, error) { return zoneCPU(ctx, client) }
 	check := func(point string, st *step) error {
 		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
@@ -362,6 +365,8 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			}
 			time.Sleep(time.Second)
 		}
+		// Before the write differences join diffs: only the states tell where hints sit.
+		stateHintsDiffered := sawArbitraryHints(diffs)
 		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
 			return err
 		}
@@ -388,6 +393,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 			}
 			writes = classifyOwnLabels(classifySliceLeaves(st, writes), ownLabels)
 			writes = classifyStartUpHints(st, pendingHints, upStep, weirStep, writes, diffs, auto, weirState)
+			writes = classifyHintOrderWrites(writes, hintsDiffered)
 			diffs = append(diffs, classifyNodeRemoval(st, writes, auto, nodeRemoval, upState, unsized)...)
 		}
 		upBefore, weirBefore = upNow, weirNow
@@ -410,6 +416,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		r.regrouped += len(regrouped)
 		grouped = regrouped
 		prevUp, prevWeir = &upState, &weirState
+		hintsDiffered = stateHintsDiffered
 		if st == nil {
 			pendingHints = startUpPending(diffs)
 		}
