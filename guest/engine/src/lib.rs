@@ -11,10 +11,9 @@
 mod reads;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 use weir_policy::batch::{self, Candidate, Choice, PassPolicy};
-use weir_policy::types::{Decision, Pod, Request};
+use weir_policy::types::{Decision, Request};
 use weir_policy::{Context, Family, Output, Port};
 
 /// Bindings generated from `wit/hooks/v0.2` (world `engine`). The `weir:endpoints` records
@@ -52,8 +51,6 @@ struct Hooks<'r> {
     /// Whether `begin` was called for this sync: at the first pass, so a sync without passes
     /// sends no pods.
     begun: Cell<bool>,
-    /// Each request pod's index, by its address (stable for the request's lifetime).
-    index: RefCell<HashMap<usize, u32>>,
 }
 
 impl<'r> Hooks<'r> {
@@ -62,7 +59,6 @@ impl<'r> Hooks<'r> {
             request,
             reads: RefCell::new(None),
             begun: Cell::new(false),
-            index: RefCell::new(HashMap::new()),
         }
     }
 
@@ -71,20 +67,13 @@ impl<'r> Hooks<'r> {
         if self.begun.replace(true) {
             return;
         }
-        let pods = &self.request.pods;
         let sync = hooks::Sync {
             service: ctx.service.clone(),
             config: self.request.config.clone(),
-            pods: reads::columns(pods, reads),
+            pods: reads::columns(&self.request.pods, reads),
         };
-        *self.index.borrow_mut() = (0u32..).zip(pods).map(|(i, pod)| (key(pod), i)).collect();
         hooks::begin(&sync);
     }
-}
-
-/// A pod's key: its address in the request.
-fn key(pod: &Pod) -> usize {
-    std::ptr::from_ref(pod) as usize
 }
 
 impl PassPolicy for Hooks<'_> {
@@ -112,41 +101,17 @@ impl PassPolicy for Hooks<'_> {
                 Family::V6 => hooks::Family::Ipv6,
             },
         };
-        let index = self.index.borrow();
-        let at = positions(candidates, &index)?;
-        let asked = to_hooks(candidates, &at, self.request.pods.len(), reads);
+        let pods = self.request.pods.len();
+        let asked = to_hooks(candidates, pods, reads);
         let changes =
             hooks::decide(pass, &asked).map_err(|e| format!("the policy's decide failed: {e}"))?;
-        choices(changes, &at, candidates.len())
+        choices(changes, candidates, pods)
     }
 }
 
-/// Each candidate's pod index in the request.
-fn positions(
-    candidates: &[Candidate<'_>],
-    index: &HashMap<usize, u32>,
-) -> Result<Vec<u32>, String> {
-    candidates
-        .iter()
-        .map(|c| {
-            index.get(&key(c.pod)).copied().ok_or_else(|| {
-                format!(
-                    "Pod {}/{} is not in the request",
-                    c.pod.namespace, c.pod.name
-                )
-            })
-        })
-        .collect()
-}
-
-/// A pass as the hooks receive it: one entry per request pod (`pods` of them), candidate `i`
-/// at `at[i]`.
-fn to_hooks(
-    candidates: &[Candidate<'_>],
-    at: &[u32],
-    pods: usize,
-    reads: &hooks::Reads,
-) -> hooks::Candidates {
+/// A pass as the hooks receive it: one entry per request pod (`pods` of them), each candidate
+/// at its `index`.
+fn to_hooks(candidates: &[Candidate<'_>], pods: usize, reads: &hooks::Reads) -> hooks::Candidates {
     let mut bits = vec![0u8; pods];
     let mut ports = if reads.ports {
         vec![Vec::new(); pods]
@@ -158,8 +123,8 @@ fn to_hooks(
     } else {
         Vec::new()
     };
-    for (c, &i) in candidates.iter().zip(at) {
-        let i = i as usize;
+    for c in candidates {
+        let i = c.index;
         bits[i] = CANDIDATE
             | c.verdict.as_ref().map_or(0, |v| {
                 ENDPOINT_PRESENT
@@ -185,17 +150,22 @@ fn to_hooks(
     }
 }
 
-/// One choice per candidate from the hooks' sparse changes (candidate `i` is pod `at[i]`); an
-/// error for a change that names no candidate or a candidate changed twice.
+/// One choice per candidate from the hooks' sparse changes, which name pods by their index
+/// among the request's `pods`; an error for a change that names no candidate or a candidate
+/// changed twice.
 fn choices(
     changes: Vec<hooks::Change>,
-    at: &[u32],
-    candidates: usize,
+    candidates: &[Candidate<'_>],
+    pods: usize,
 ) -> Result<Vec<Choice>, String> {
-    let position: HashMap<u32, usize> = at.iter().enumerate().map(|(i, &pod)| (pod, i)).collect();
-    let mut choices = vec![None; candidates];
+    // Each request pod's position among the candidates, if it is one.
+    let mut position = vec![None; pods];
+    for (i, c) in candidates.iter().enumerate() {
+        position[c.index] = Some(i);
+    }
+    let mut choices = vec![None; candidates.len()];
     for change in changes {
-        let Some(&i) = position.get(&change.pod) else {
+        let Some(&Some(i)) = position.get(change.pod as usize) else {
             return Err(format!(
                 "the policy changed pod {}, which is not a candidate of this pass",
                 change.pod

@@ -11,10 +11,36 @@ fn change(pod: u32) -> hooks::Change {
     }
 }
 
+/// A request of `pods` pods of which those at `candidates` are candidates (the others have
+/// finished), and its Endpoints pass.
+fn request_with(pods: usize, candidates: &[usize]) -> weir_policy::types::Request {
+    let pods = (0..pods)
+        .map(|i| {
+            let mut p = pod(&format!("p{i}"), &format!("10.0.0.{}", i + 1), true);
+            if !candidates.contains(&i) {
+                p.phase = "Succeeded".into();
+            }
+            p
+        })
+        .collect();
+    request(service(), pods)
+}
+
+fn endpoints_pass(req: &weir_policy::types::Request) -> Context<'_> {
+    Context {
+        request: req,
+        service: req.service.as_ref().unwrap(),
+        family: Family::V4,
+        output: Output::Endpoints,
+    }
+}
+
 #[test]
 fn candidates_without_a_change_keep_upstreams_decision() {
     // Candidates are pods 0, 2 and 5 of the request.
-    let got = choices(vec![change(5)], &[0, 2, 5], 3).unwrap();
+    let req = request_with(6, &[0, 2, 5]);
+    let found = batch::candidates(&endpoints_pass(&req));
+    let got = choices(vec![change(5)], &found, 6).unwrap();
     assert_eq!(got[0], Choice::UNCHANGED);
     assert_eq!(got[1], Choice::UNCHANGED);
     assert!(!got[2].include);
@@ -22,9 +48,13 @@ fn candidates_without_a_change_keep_upstreams_decision() {
 
 #[test]
 fn a_change_must_name_a_candidate_once() {
-    let err = choices(vec![change(1)], &[0, 2], 2).unwrap_err();
+    let req = request_with(3, &[0, 2]);
+    let found = batch::candidates(&endpoints_pass(&req));
+    let err = choices(vec![change(1)], &found, 3).unwrap_err();
     assert!(err.contains("pod 1, which is not a candidate"), "{err}");
-    let err = choices(vec![change(2), change(2)], &[0, 2], 2).unwrap_err();
+    let err = choices(vec![change(7)], &found, 3).unwrap_err();
+    assert!(err.contains("pod 7, which is not a candidate"), "{err}");
+    let err = choices(vec![change(2), change(2)], &found, 3).unwrap_err();
     assert!(err.contains("pod 2 twice"), "{err}");
 }
 
@@ -50,12 +80,11 @@ fn a_pass_crosses_as_a_byte_per_pod_with_only_what_is_read() {
         output: Output::EndpointSlices,
     };
     let found = batch::candidates(&ctx);
-    let index = (0u32..).zip(&req.pods).map(|(i, p)| (key(p), i)).collect();
-    let at = positions(&found, &index).unwrap();
+    let at: Vec<usize> = found.iter().map(|c| c.index).collect();
     assert_eq!(at, [0, 2, 3], "the terminal pod is no candidate");
 
     let mut read = reads::everything();
-    let all = to_hooks(&found, &at, req.pods.len(), &read);
+    let all = to_hooks(&found, req.pods.len(), &read);
     assert_eq!(
         all.pods,
         [
@@ -74,7 +103,7 @@ fn a_pass_crosses_as_a_byte_per_pod_with_only_what_is_read() {
 
     read.ports = false;
     read.addresses = false;
-    let lean = to_hooks(&found, &at, req.pods.len(), &read);
+    let lean = to_hooks(&found, req.pods.len(), &read);
     assert_eq!(lean.pods, all.pods);
     assert!(lean.ports.is_empty() && lean.addresses.is_empty());
 }

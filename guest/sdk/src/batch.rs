@@ -33,6 +33,8 @@ use crate::verdict::Verdict;
 pub struct Candidate<'r> {
     /// The pod.
     pub pod: &'r Pod,
+    /// Its position in the request's pods, by which a policy in another component names it.
+    pub index: usize,
     /// The ports upstream gives it, in Service port order (spec §5.7, §8; R3).
     pub ports: Vec<Port<'r>>,
     /// Upstream's endpoint for it, or `None` when it has no IP of the pass's family.
@@ -43,9 +45,11 @@ pub struct Candidate<'r> {
 pub fn candidates<'r>(ctx: &Context<'r>) -> Vec<Candidate<'r>> {
     let pods: &'r [Pod] = &ctx.request.pods;
     pods.iter()
-        .filter(|pod| steps::select::is_eligible_for(ctx, pod))
-        .map(|pod| Candidate {
+        .enumerate()
+        .filter(|(_, pod)| steps::select::is_eligible_for(ctx, pod))
+        .map(|(index, pod)| Candidate {
             pod,
+            index,
             ports: steps::ports::for_pod(ctx, pod),
             verdict: steps::address::for_pod(ctx, pod),
         })
