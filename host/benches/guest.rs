@@ -6,8 +6,9 @@
 //! - `native/N`: the native twin, `weir_policy::reconcile(&DefaultPolicy, ..)` linked into
 //!   this binary, on a 0.2.0 request built with `weir_policy::testing`;
 //! - `wasm/N`: the embedded default guest as the controller runs it: a fresh instance
-//!   (instantiate), `reconcile` (call: lowering the request, the policy, lifting the decision)
-//!   and the host's checks of both outputs with their conversion to the objects to write
+//!   (instantiate), `reconcile` (call: lowering the request, the policy, lifting the decision),
+//!   dropping the instance (release: its pooled memory reset for the next call) and the host's
+//!   checks of both outputs with their conversion to the objects to write
 //!   (validate), on the same request converted to the host's model.
 //!
 //! Criterion reports its estimates per benchmark; at the end a Markdown table gives the
@@ -35,7 +36,7 @@ use tokio::runtime::Runtime as Tokio;
 use weir::model;
 use weir::reconcile::validate::{Action, validate};
 use weir::reconcile::validate_slices::{SliceContext, SlicePlan, plan};
-use weir::runtime::{Guest, Limits, Runtime};
+use weir::runtime::{CallTiming, Guest, Limits, Runtime};
 use weir_policy::testing;
 use weir_policy::types as native;
 use weir_policy::{DefaultPolicy, reconcile};
@@ -277,6 +278,7 @@ impl Case {
 struct Phases {
     instantiate: Vec<Duration>,
     call: Vec<Duration>,
+    release: Vec<Duration>,
     validate: Vec<Duration>,
     total: Vec<Duration>,
 }
@@ -287,13 +289,13 @@ fn native_call(case: &Case) -> native::Decision {
 
 /// One wasm call as the controller makes it: fresh instance, reconcile, validation of both
 /// outputs (the contract checks and the conversion to the objects to write).
-fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (Duration, Duration, Duration) {
+fn wasm_call(rt: &Tokio, guest: &Guest, case: &Case) -> (CallTiming, Duration) {
     let (result, timing) = rt.block_on(guest.call_timed(black_box(&case.wasm)));
     let decision = result.expect("guest call");
     let started = Instant::now();
     black_box(check(guest, case, decision));
     let validated = started.elapsed();
-    (timing.instantiate, timing.call, validated)
+    (timing, validated)
 }
 
 /// The host's checks of a decision, as the controller's sync makes them for a Service with
@@ -441,10 +443,11 @@ fn main() {
                 let mut total = Duration::ZERO;
                 let mut phases = phases.borrow_mut();
                 for _ in 0..iters {
-                    let (instantiate, call, validate) = wasm_call(&rt, &guest, case);
-                    let sum = instantiate + call + validate;
-                    phases.instantiate.push(instantiate);
-                    phases.call.push(call);
+                    let (timing, validate) = wasm_call(&rt, &guest, case);
+                    let sum = timing.total() + validate;
+                    phases.instantiate.push(timing.instantiate);
+                    phases.call.push(timing.call);
+                    phases.release.push(timing.release);
                     phases.validate.push(validate);
                     phases.total.push(sum);
                     total += sum;
@@ -460,9 +463,9 @@ fn main() {
         "\n## Default policy per call: native twin and wasm guest (medians of every timed call)\n"
     );
     println!(
-        "| pods | native | wasm instantiate | wasm call | wasm validate | validate per address | wasm total | wasm/native |"
+        "| pods | native | wasm instantiate | wasm call | wasm release | wasm validate | validate per address | wasm total | wasm/native |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (pods, mut native, mut phases) in rows {
         if native.is_empty() || phases.total.is_empty() {
             continue; // filtered out
@@ -476,10 +479,11 @@ fn main() {
             n => show(validated / (2 * n as u32)),
         };
         println!(
-            "| {pods} | {} | {} | {} | {} | {per_address} | {} | {:.1}× |",
+            "| {pods} | {} | {} | {} | {} | {} | {per_address} | {} | {:.1}× |",
             show(native),
             show(median(&mut phases.instantiate)),
             show(median(&mut phases.call)),
+            show(median(&mut phases.release)),
             show(validated),
             show(total),
             total.as_secs_f64() / native.as_secs_f64()

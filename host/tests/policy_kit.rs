@@ -267,7 +267,7 @@ fn bench_prints_per_phase_statistics() {
         Some(vec!["phase", "min", "median", "p99", "max"]),
         "{text}"
     );
-    for phase in ["instantiate", "call", "validate", "total"] {
+    for phase in ["instantiate", "call", "release", "validate", "total"] {
         let row = text
             .lines()
             .find(|l| l.trim_start().starts_with(&format!("{phase} ")))

@@ -10,8 +10,9 @@ use weir::runtime::Guest;
 /// Time a guest on case files: min, median, p99 and max per call phase.
 ///
 /// Per case, many calls, each split into instantiate (fresh store and instance), call
-/// (lowering the request, `reconcile`, lifting the decision) and validate (the host's
-/// contract check), plus their total. Every call runs as the controller runs it: a new
+/// (lowering the request, `reconcile`, lifting the decision), release (dropping the instance,
+/// which resets its pooled memory for the next call) and validate (the host's contract
+/// check), plus their total. Every call runs as the controller runs it: a new
 /// instance per call, with the deadline and memory limits of the flags. A case that manages
 /// both Endpoints and EndpointSlices (the default) is also timed managing Endpoints only, call
 /// for call in alternation with it so that a machine's drift weighs on both alike, and the
@@ -78,6 +79,7 @@ impl Summary {
 struct Samples {
     instantiate: Vec<Duration>,
     call: Vec<Duration>,
+    release: Vec<Duration>,
     validate: Vec<Duration>,
     total: Vec<Duration>,
 }
@@ -221,10 +223,9 @@ async fn time_cases(cases: &[&Case], guest: &Guest, args: &Args) -> Result<Vec<S
             result.map_err(|e| e.to_string())?;
             samples.instantiate.push(timing.instantiate);
             samples.call.push(timing.call);
+            samples.release.push(timing.release);
             samples.validate.push(validate);
-            samples
-                .total
-                .push(timing.instantiate + timing.call + validate);
+            samples.total.push(timing.total() + validate);
         }
     }
     Ok(all)
@@ -238,6 +239,7 @@ fn table(samples: &Samples) -> String {
     for (name, values) in [
         ("instantiate", &samples.instantiate),
         ("call", &samples.call),
+        ("release", &samples.release),
         ("validate", &samples.validate),
         ("total", &samples.total),
     ] {
