@@ -475,11 +475,10 @@ impl Runtime {
         let outcome =
             tokio::time::timeout(limits.deadline, body(&mut store, &mut instantiated)).await;
         let instantiated = instantiated.unwrap_or_else(Instant::now);
-        let mut timing = CallTiming {
-            instantiate: instantiated.saturating_duration_since(started),
-            call: instantiated.elapsed(),
-            release: Duration::ZERO,
-        };
+        let (instantiate, call) = (
+            instantiated.saturating_duration_since(started),
+            instantiated.elapsed(),
+        );
         let result = match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(describe(&error, &store, limits)),
@@ -487,7 +486,11 @@ impl Runtime {
         };
         let releasing = Instant::now();
         drop(store);
-        timing.release = releasing.elapsed();
+        let timing = CallTiming {
+            instantiate,
+            call,
+            release: releasing.elapsed(),
+        };
         (result, timing)
     }
 }

@@ -10,6 +10,10 @@ func TestNodeRemovalIsFollowedByATouchOfEveryService(t *testing.T) {
 	removals := 0
 	for seed := uint64(1); seed <= 500; seed++ {
 		s := generate(seed, true)
+		asksForHints := map[string]bool{}
+		for _, svc := range s.services {
+			asksForHints[svc.Name] = asksForTopologyAwareHints(svc)
+		}
 		for i, st := range s.steps {
 			if st.kind != stepDeleteNode {
 				continue
@@ -25,12 +29,7 @@ func TestNodeRemovalIsFollowedByATouchOfEveryService(t *testing.T) {
 				}
 				name := s.steps[k].name
 				touched[name] = true
-				hints := false
-				for _, svc := range s.services {
-					if svc.Name == name {
-						hints = asksForTopologyAwareHints(svc)
-					}
-				}
+				hints := asksForHints[name]
 				if hints && sawHintless {
 					t.Fatalf("seed %d: step %d touches %s, which asks for hints, after a Service that does not", seed, k+1, name)
 				}
