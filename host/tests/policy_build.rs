@@ -26,7 +26,6 @@ fn path(p: &Path) -> &str {
 
 #[test]
 fn composed_hooks_pass_the_rust_examples_cases_and_the_golden_cases() {
-    require_tool("wac", &["--version"]);
     let dir = scratch_dir("policy-build-drain");
     let composed = dir.join("drain.wasm");
     let hooks = test_guest("drain-annotation-hooks");
@@ -100,7 +99,6 @@ fn assert_refused(dir: &Path, hooks: &Path, reason: &str) {
 
 #[test]
 fn inputs_that_are_not_hooks_are_refused_with_the_reason() {
-    require_tool("wac", &["--version"]);
     require_tool("wasm-tools", &["--version"]);
     let dir = scratch_dir("policy-build-hostile");
     let write = |name: &str, bytes: &[u8]| {
@@ -171,18 +169,21 @@ fn inputs_that_are_not_hooks_are_refused_with_the_reason() {
     assert!(out.contains("cannot write"), "{out}");
 }
 
+/// The composition is weir's own: it runs with nothing on PATH, and the guest it writes is
+/// the same whichever way the process finds its tools.
 #[test]
-fn a_missing_wac_is_named_with_how_to_install_it() {
-    let dir = scratch_dir("policy-build-no-wac");
+fn composes_with_no_other_program_on_path() {
+    let dir = scratch_dir("policy-build-no-path");
     let hooks = test_guest("drain-annotation-hooks");
-    let output = dir.join("out.wasm");
-    let missing = dir.join("no-such-wac");
+    let bare = dir.join("bare.wasm");
     let (code, out) = weir_within(
-        &["policy", "build", path(&hooks), "-o", path(&output)],
-        &[("WEIR_WAC", path(&missing))],
+        &["policy", "build", path(&hooks), "-o", path(&bare)],
+        &[("PATH", path(&dir))],
         LIMIT,
     );
-    assert_eq!(code, Some(2), "{out}");
-    assert!(out.contains("cargo install wac-cli"), "{out}");
-    assert!(!output.exists());
+    assert_eq!(code, Some(0), "{out}");
+    let usual = dir.join("usual.wasm");
+    let (code, out) = weir(&["policy", "build", path(&hooks), "-o", path(&usual)]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(std::fs::read(&bare).unwrap(), std::fs::read(&usual).unwrap());
 }

@@ -1,10 +1,10 @@
 //! `weir policy build`: a policy written in any language, as one guest.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, ExitCode};
+use std::process::ExitCode;
 
-use anyhow::{Context, bail};
-use weir::runtime::hooks::{self, HOOKS_ENGINE, HOOKS_INTERFACE};
+use anyhow::Context;
+use weir::runtime::hooks;
 use weir::runtime::{Limits, Requested, limits};
 
 use super::duration;
@@ -25,15 +25,15 @@ enum Command {
     /// JavaScript through componentize-js, Rust through wit-bindgen. The engine built into
     /// this weir runs upstream's endpoint and EndpointSlice controllers and asks the hooks
     /// once per pass; the output is an ordinary `weir:endpoints@0.2.0` guest for `--guest`,
-    /// `weir test` and the swap watcher. The composition is `wac plug` (`make tools` installs
-    /// wac).
+    /// `weir test` and the swap watcher. The composition is the one `wac plug` makes, done
+    /// inside weir: no other tool is needed.
     ///
     /// A language runtime needs more than a Rust guest: `--deadline` and `--memory-mib` write
     /// the guest's own limits into it (see `weir policy limits`).
     ///
     /// Exits 0 when the guest is written, 2 when HOOKS cannot be read or composed (not a
-    /// component, no hooks export, hooks of another contract), wac does not run, or the
-    /// output cannot be written.
+    /// component, no hooks export, hooks of another contract) or the output cannot be
+    /// written.
     Build {
         /// The hooks component (`.wasm`).
         hooks: PathBuf,
@@ -41,10 +41,6 @@ enum Command {
         /// Where to write the composed guest.
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
-
-        /// The `wac` program that composes (from the crate wac-cli).
-        #[arg(long, env = "WEIR_WAC", value_name = "PATH", default_value = "wac")]
-        wac: PathBuf,
 
         #[command(flatten)]
         limits: LimitsArgs,
@@ -102,9 +98,8 @@ pub fn run(args: Args) -> ExitCode {
         Command::Build {
             hooks,
             output,
-            wac,
             limits,
-        } => build(&hooks, &output, &wac, limits.requested()),
+        } => build(&hooks, &output, limits.requested()),
         Command::Limits {
             guest,
             output,
@@ -120,54 +115,22 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-fn build(hooks_path: &Path, output: &Path, wac: &Path, requested: Requested) -> anyhow::Result<()> {
+fn build(hooks_path: &Path, output: &Path, requested: Requested) -> anyhow::Result<()> {
     let bytes = std::fs::read(hooks_path)
         .with_context(|| format!("cannot read {}", hooks_path.display()))?;
-    hooks::check_hooks(&bytes)
+    let mut composed = hooks::compose(&bytes)
         .with_context(|| format!("{} is not a policy's hooks", hooks_path.display()))?;
-    // wac reads files: the engine goes next to the output, and only the finished guest
-    // replaces the output, so a failed build leaves no half-written file behind.
-    let scratch = Scratch::next_to(output);
-    let engine = scratch.path("engine");
-    std::fs::write(&engine, HOOKS_ENGINE)
-        .with_context(|| format!("cannot write {}", engine.display()))?;
-    let composed = scratch.path("composed");
-    let run = Process::new(wac)
-        .arg("plug")
-        .arg("--plug")
-        .arg(hooks_path)
-        .arg(&engine)
-        .arg("-o")
-        .arg(&composed)
-        .output()
-        .with_context(|| {
-            format!(
-                "cannot run {} to compose: install wac with `cargo install wac-cli --locked` \
-                 (make tools does), or name it with --wac",
-                wac.display()
-            )
-        })?;
-    if !run.status.success() {
-        let said = String::from_utf8_lossy(&run.stderr);
-        let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
-        if said.contains("no matching imports") {
-            bail!(
-                "{}'s {HOOKS_INTERFACE} does not match the contract this weir composes with \
-                 (wit/hooks/v0.2/hooks.wit): regenerate its bindings from that file ({said})",
-                hooks_path.display()
-            );
-        }
-        bail!("{} plug failed ({}): {said}", wac.display(), run.status);
-    }
     if !requested.is_empty() {
-        let bytes = std::fs::read(&composed)
-            .with_context(|| format!("cannot read {}", composed.display()))?;
-        let bytes = limits::with_requested(&bytes, &requested)
+        composed = limits::with_requested(&composed, &requested)
             .with_context(|| format!("{} composed", hooks_path.display()))?;
-        std::fs::write(&composed, bytes)
-            .with_context(|| format!("cannot write {}", composed.display()))?;
     }
-    std::fs::rename(&composed, output)
+    // Written whole to a scratch file next to the output, then renamed: a failed build leaves
+    // no half-written file behind, and `weir run` watching the output never reads one.
+    let scratch = Scratch::next_to(output);
+    let written = scratch.path("composed");
+    std::fs::write(&written, &composed)
+        .with_context(|| format!("cannot write {}", written.display()))?;
+    std::fs::rename(&written, output)
         .with_context(|| format!("cannot write {}", output.display()))?;
     let size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
     println!(

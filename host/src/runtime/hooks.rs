@@ -1,10 +1,12 @@
 //! Policies in any language: a component that exports only the hooks
 //! (`weir:hooks/policy@0.2.0`, `wit/hooks/v0.2`) is plugged into the hooks engine built into
 //! weir (`guest/engine`: upstream's controllers asking those hooks once per pass), giving one
-//! ordinary guest of `weir:endpoints@0.2.0`. `weir policy build` does the plugging with `wac`;
-//! this module holds the engine and checks a hooks component first, so a wrong input gets a
-//! reason rather than a composition tool's error.
+//! ordinary guest of `weir:endpoints@0.2.0`. This module holds the engine, checks a hooks
+//! component first (so a wrong input gets a reason rather than a composition library's error),
+//! and plugs it in: [`compose`], what `weir policy build` runs.
 
+use wac_graph::types::Package;
+use wac_graph::{CompositionGraph, EncodeOptions, PlugError};
 use wasmparser::{Parser, Payload};
 
 /// The hooks engine, built from `guest/engine` by this crate's build script: world
@@ -50,6 +52,16 @@ pub enum HooksError {
         /// What it exports instead, for the message.
         exports: String,
     },
+    /// The component exports the hooks interface by name, but its types are not the
+    /// contract's (bindings generated from another copy of the WIT).
+    #[error(
+        "its {HOOKS_INTERFACE} does not match the contract this weir composes with \
+         (wit/hooks/v0.2/hooks.wit): regenerate its bindings from that file"
+    )]
+    OtherTypes,
+    /// The composition failed for another reason (the composition library's words).
+    #[error("cannot compose it with weir's engine: {0}")]
+    Compose(String),
 }
 
 /// Checks that `bytes` are a component exporting [`HOOKS_INTERFACE`]. Whether the export's
@@ -83,6 +95,34 @@ pub fn check_hooks(bytes: &[u8]) -> Result<(), HooksError> {
         exports.join(", ")
     };
     Err(HooksError::NoHooks { exports })
+}
+
+/// Plugs the hooks component `hooks` into the engine: the engine's import of
+/// [`HOOKS_INTERFACE`] is satisfied by the hooks' export, and the result exports what the
+/// engine exports (`weir:endpoints@0.2.0`'s `reconcile` and `validate-config`). What the hooks
+/// import (WASI, for a language runtime) stays an import of the result, as with `wac plug`.
+pub fn compose(hooks: &[u8]) -> Result<Vec<u8>, HooksError> {
+    check_hooks(hooks)?;
+    let graph_error = |e: anyhow::Error| HooksError::Compose(format!("{e:#}"));
+    let mut graph = CompositionGraph::new();
+    let engine = Package::from_bytes("weir:engine", None, HOOKS_ENGINE, graph.types_mut())
+        .map_err(graph_error)?;
+    let engine = graph
+        .register_package(engine)
+        .map_err(|e| HooksError::Compose(e.to_string()))?;
+    let policy = Package::from_bytes("weir:policy", None, hooks.to_vec(), graph.types_mut())
+        .map_err(graph_error)?;
+    let policy = graph
+        .register_package(policy)
+        .map_err(|e| HooksError::Compose(e.to_string()))?;
+    wac_graph::plug(&mut graph, vec![policy], engine).map_err(|e| match e {
+        // check_hooks saw the export by name, so only its types can have kept it out.
+        PlugError::NoPlugHappened => HooksError::OtherTypes,
+        PlugError::GraphError { source } => HooksError::Compose(format!("{source:#}")),
+    })?;
+    graph
+        .encode(EncodeOptions::default())
+        .map_err(|e| HooksError::Compose(e.to_string()))
 }
 
 /// The names the outermost component exports.
@@ -126,5 +166,14 @@ mod tests {
             panic!("expected NoHooks, got {err}");
         };
         assert_eq!(exports, "reconcile, validate-config");
+    }
+
+    #[test]
+    fn compose_checks_its_input_first() {
+        // The engine plugged into itself is refused for what it is, before any composing.
+        let err = compose(HOOKS_ENGINE).unwrap_err();
+        assert!(matches!(err, HooksError::NoHooks { .. }), "{err}");
+        let err = compose(b"\0asm\x01\0\0\0").unwrap_err();
+        assert!(matches!(err, HooksError::CoreModule), "{err}");
     }
 }
