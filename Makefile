@@ -81,8 +81,8 @@ PY_POLICIES := $(patsubst guest/examples/%/python/policy.py,%,$(wildcard guest/e
 JS_POLICIES := $(patsubst guest/examples/%/js/policy.ts,%,$(wildcard guest/examples/*/js/policy.ts))
 HOOKS_WIT := wit/hooks/v0.2
 # The limits the Python and JS guests ask for (docs/policy-authoring.md, section 5): at 1,000
-# pods a call takes about 0.1 s in Python and 0.5 s in JavaScript on a release weir
-# (docs/performance.md), over the 100 ms default.
+# pods a call takes about 15 ms in Python and 30 ms in JavaScript on a release weir
+# (docs/performance.md), within the 100 ms default; these leave room for larger Services.
 PY_POLICY_LIMITS := --deadline 1s --memory-mib 128
 JS_POLICY_LIMITS := --deadline 2s --memory-mib 128
 policies: $(PY_POLICIES:%=target/policies/%-python.wasm) $(JS_POLICIES:%=target/policies/%-js.wasm)
