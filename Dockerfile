@@ -5,7 +5,7 @@
 # CI lints this file with hadolint (host/tests/deploy.rs).
 
 # Alpine's Rust toolchain targets musl and links statically by default.
-FROM rust:1.90-alpine3.22 AS build
+FROM rust:1.95-alpine3.22 AS build
 # ring and wasmtime compile a little C against musl. The image tag pins the Alpine release,
 # and with it this package's version.
 # hadolint ignore=DL3018

@@ -185,5 +185,8 @@ fn composes_with_no_other_program_on_path() {
     let usual = dir.join("usual.wasm");
     let (code, out) = weir(&["policy", "build", path(&hooks), "-o", path(&usual)]);
     assert_eq!(code, Some(0), "{out}");
-    assert_eq!(std::fs::read(&bare).unwrap(), std::fs::read(&usual).unwrap());
+    assert_eq!(
+        std::fs::read(&bare).unwrap(),
+        std::fs::read(&usual).unwrap()
+    );
 }

@@ -145,7 +145,7 @@ pub struct Cache {
     /// Keys whose Endpoints vanished while their Service was still cached. kube-apiserver
     /// deletes a deleted Service's Endpoints itself, and that event may arrive before the
     /// Service's own; a create for such a key first asks the API server whether the Service
-    /// still exists (docs/real-kubernetes.md, F6).
+    /// still exists (docs/design/conformance-findings.md, finding F6).
     vanished_endpoints: RwLock<HashSet<Key>>,
     pods: RwLock<HashMap<String, NamespacePods>>,
     endpoints: RwLock<HashMap<Key, CachedEndpoints>>,

@@ -421,7 +421,7 @@ async fn each_output_writes_through_a_bucket_of_its_own() {
     }
 }
 
-/// F6 of docs/real-kubernetes.md: kube-apiserver deletes a deleted Service's Endpoints itself,
+/// finding F6 of docs/design/conformance-findings.md: kube-apiserver deletes a deleted Service's Endpoints itself,
 /// and weir may see that before the Service's own deletion. The sync it queues still finds the
 /// Service in the cache; it asks the server, finds the Service gone, and creates nothing. The
 /// Endpoints of a Service that does exist, deleted by hand, are still created again (D3).

@@ -146,7 +146,7 @@ async fn a_service_deletion_deletes_and_counts_once() {
     if super::real::selected() {
         // kube-apiserver deletes the Endpoints itself (unaudited), racing weir's delete: weir
         // sends at most one DELETE, counts it only when it found something, and never creates
-        // the Endpoints again (F6 of docs/real-kubernetes.md).
+        // the Endpoints again (finding F6 of docs/design/conformance-findings.md).
         assert_eq!(
             c.writes("endpoints") - endpoints_writes,
             deleted,

@@ -1,8 +1,9 @@
 package main
 
 // Topology-aware hints that another of upstream's arbitrary orders gives (findings F7 and F8 of
-// docs/real-kubernetes.md): not a deviation, since weir's hints are ones upstream itself can
-// write, but upstream's choice among several, which the run names "arbitrary hint order".
+// docs/design/conformance-findings.md): not a deviation, since weir's hints are ones upstream
+// itself can write, but upstream's choice among several, which the run names "arbitrary hint
+// order" (docs/real-kubernetes.md).
 //
 // Upstream's allocation (upstream-endpointslices.md R5.11-R5.14, AddHints of k8s.io/endpointslice)
 // leaves two things to Go map and lister order, both random from run to run:

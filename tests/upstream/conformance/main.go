@@ -52,7 +52,7 @@ func main() {
 	flag.IntVar(&o.parallel, "parallel", 1, "how many scenarios run at once, each in its own pair of namespaces with its own controllers")
 	flag.DurationVar(&o.quiet, "quiet", 2*time.Second, "how long both sides must make no write before their state is compared")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a difference may last before it counts (retries with backoff)")
-	flag.BoolVar(&o.topologyAuto, "topology-auto", true, "also generate Services whose topology-mode annotation asks for topology-aware hints (Auto); false generates the scenarios of runs made before F1 was resolved (docs/real-kubernetes.md)")
+	flag.BoolVar(&o.topologyAuto, "topology-auto", true, "also generate Services whose topology-mode annotation asks for topology-aware hints (Auto); false generates the scenarios of runs made before finding F1 was resolved (docs/design/conformance-findings.md)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the harness directory (logs, audit log) in place")
 	flag.StringVar(&o.guest, "guest", "", "weir's --guest (a .wasm file or builtin:NAME), to try a guest built apart from the weir binary; empty runs the default guest the binary embeds")
 	flag.StringVar(&o.spec, "spec", "", "also run the scenarios of docs/upstream-endpointslices.md §11 that a real cluster can express: all, or ids such as S04,S19 (ids it cannot express are refused with the reason)")

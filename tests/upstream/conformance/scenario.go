@@ -164,7 +164,7 @@ type generator struct {
 // generate builds the scenario of seed. Every random choice comes from one PCG stream seeded
 // by it. topologyAuto lets the topology-mode annotation ask for topology-aware hints (`Auto`,
 // `auto`); without it the annotation only takes values that leave them off, which is the
-// scenario stream of runs made before finding F1 was resolved (docs/real-kubernetes.md).
+// scenario stream of runs made before finding F1 was resolved (docs/design/conformance-findings.md).
 func generate(seed uint64, topologyAuto bool) *scenario {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), topologyAuto: topologyAuto,
 		s: &scenario{seed: seed, features: map[string]bool{}, node: fmt.Sprintf("node-seed-%d", seed)}}

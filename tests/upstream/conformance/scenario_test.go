@@ -4,7 +4,7 @@ import "testing"
 
 // A Node removal leaves its facts in its pods' endpoints until each Service's next sync
 // (R2.10). Every generated removal is followed by a touch of each Service, so that sync is a
-// step of its own and never joins a later step of two events (F9 of docs/real-kubernetes.md);
+// step of its own and never joins a later step of two events (F9 of docs/design/conformance-findings.md);
 // the Services asking for hints are touched first.
 func TestNodeRemovalIsFollowedByATouchOfEveryService(t *testing.T) {
 	removals := 0

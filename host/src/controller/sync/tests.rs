@@ -461,7 +461,7 @@ fn target(uid: &str) -> admit::Target<'_> {
     }
 }
 
-/// D15 (F4 of docs/real-kubernetes.md): a Service asking for topology-aware hints with a ready
+/// D15 (finding F4 of docs/design/conformance-findings.md): a Service asking for topology-aware hints with a ready
 /// endpoint on a Node without a zone. Each sync copies its hintless slice into the updates
 /// (R5.12) and then removes every hint (R5.13), so the guest, like upstream, decides an update
 /// that changes nothing; the host leaves it out.
