@@ -1,7 +1,8 @@
 //! The test guests of `tests/guests/`, built once per test binary.
 //!
 //! One nested `cargo build --release --target wasm32-wasip2` builds all of them into
-//! `<workspace>/target/test-guests`. Tests in the same binary share it through a `OnceLock`;
+//! `test-guests` of the target directory the tests were built in (`CARGO_TARGET_DIR`, or the
+//! workspace's `target`), so a kept target directory keeps them too. Tests in the same binary share it through a `OnceLock`;
 //! test binaries running at the same time each start the build, and cargo's lock on the
 //! target directory makes all but the first wait and then find everything fresh.
 
@@ -83,7 +84,11 @@ pub fn test_guest_bytes(name: &str) -> Vec<u8> {
 
 fn build_all() -> Result<PathBuf, String> {
     let root = workspace_root();
-    let target_dir = root.join("target/test-guests");
+    // CARGO_TARGET_TMPDIR is `<target directory>/tmp`.
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is inside the target directory")
+        .join("test-guests");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     command
