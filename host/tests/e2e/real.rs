@@ -10,6 +10,9 @@
 //! so this module does their part: Node and pod status go through the `status` subresource, each
 //! namespace gets its `default` ServiceAccount, and a graceful deletion is finished the way a
 //! kubelet confirms one.
+//!
+//! A test that replaces the API server under weir runs on a harness of its own
+//! ([`OwnHarness`]), holding the turn all the same.
 
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
