@@ -802,6 +802,19 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_created_again_is_held_by_its_creator_acquired_and_renewed_at_once() {
+        let lease = election(15, 10, 2000).held_lease();
+        assert_eq!(lease.metadata.name.as_deref(), Some("weir"));
+        assert_eq!(lease.metadata.namespace.as_deref(), Some("kube-system"));
+        let spec = lease.spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("me"));
+        assert_eq!(spec.lease_duration_seconds, Some(15));
+        assert_eq!(spec.lease_transitions, Some(0));
+        assert!(spec.renew_time.is_some());
+        assert_eq!(spec.acquire_time, spec.renew_time);
+    }
+
+    #[test]
     fn identity_is_host_name_and_a_random_suffix() {
         let (a, b) = (Election::default_identity(), Election::default_identity());
         assert_ne!(a, b);
