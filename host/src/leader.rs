@@ -6,7 +6,9 @@
 //! adds a [`WriteGate`] that every writer passes: a write is allowed only before the last
 //! renewal this replica saw in the Lease plus the renew deadline. Another replica may take
 //! the Lease only after that renewal plus the lease duration, which is longer, so the two never
-//! write at once (the difference absorbs clock skew, as in client-go).
+//! write at once (the difference absorbs clock skew, as in client-go). Nor does it create a
+//! missing Lease as client-go's elector does (held by its creator, the create counting as a
+//! renewal); weir makes that create itself ([`Election::run`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,8 +16,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
+use kube::api::PostParams;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
@@ -23,6 +27,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::controller::informer::needs_relist;
 use crate::metrics::Metrics;
 
 /// Where this replica stands, as far as writing goes.
@@ -237,11 +242,23 @@ fn lease_gone(error: &LeaseManagerError) -> bool {
 
 /// What one step of the Lease manager came to.
 struct StepOutcome {
-    /// `None`: the step did not try to create the Lease again; `Some(None)`: it tried and
-    /// failed; `Some(Some(m))`: it did, and `m` is the manager built with it.
-    recreated: Option<Option<Arc<LeaseManager>>>,
+    /// `None`: the step did not create the Lease again; otherwise what the try came to.
+    recreated: Option<Recreated>,
     /// Whether this replica holds the Lease, or why the request failed.
     result: kube_lease_manager::Result<bool>,
+}
+
+/// A try to create the missing Lease.
+enum Recreated {
+    /// The create (or the manager built on it) failed; the error is the step's result.
+    Failed,
+    /// The Lease exists again and `manager` is built on it.
+    Done {
+        manager: Arc<LeaseManager>,
+        /// When this replica sent the create that made it the holder; `None` when another
+        /// replica created the Lease first.
+        held_since: Option<Instant>,
+    },
 }
 
 /// How the election runs (kube-controller-manager's `--leader-elect-*` flags).
@@ -338,7 +355,7 @@ impl Election {
             .unwrap_or_else(|| "kube-system".into())
     }
 
-    /// The Lease manager's settings: it creates the Lease when it is missing.
+    /// The Lease manager's settings. Built on a missing Lease, it creates one without a holder.
     fn lease_manager(&self, client: kube::Client) -> LeaseManagerBuilder {
         let secs = self.lease_duration.as_secs();
         LeaseManagerBuilder::new(client, &self.name)
@@ -349,13 +366,40 @@ impl Election {
             .with_grace(secs - self.retry_period.as_secs())
     }
 
+    /// The Lease as client-go's elector creates a missing one: held by this replica, acquired
+    /// and renewed now, with no transition counted yet.
+    fn held_lease(&self) -> Lease {
+        let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                namespace: Some(self.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.identity.clone()),
+                lease_duration_seconds: Some(
+                    i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX),
+                ),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                lease_transitions: Some(0),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
     /// Takes part in the election until `stopped` (the controller has finished; a held Lease
     /// is then released so a standby takes over at once) or until this replica loses the Lease
     /// or fails to renew it within the renew deadline (`Err(Lost)`: the caller must stop and
     /// exit non-zero). The gate follows the Lease as this replica sees it in the API server.
+    ///
     /// A Lease that disappears (deleted, or lost with the API server's state) is created
-    /// again, as client-go's elector does; the leader then takes it again at once, unless
-    /// another replica was quicker.
+    /// again as client-go's elector creates it: held by the replica that creates it, and that
+    /// create counts as a renewal, so a leader whose API server came back empty keeps leading.
+    /// The leader creates it at once; a standby only once a lease duration has passed since it
+    /// last saw another replica hold it (client-go's standby does not wait, but then its create
+    /// may overlap the old leader's last writes).
     pub async fn run(
         &self,
         client: kube::Client,
@@ -379,12 +423,19 @@ impl Election {
         tracing::info!(identity = %self.identity, lease = %self.name, namespace = %self.namespace, "standing by for the leader-election lease");
         let fields = format!("metadata.name={}", self.name);
         let leases: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
-        let observed = watcher::watcher(leases, watcher::Config::default().fields(&fields))
-            .default_backoff()
-            .applied_objects();
-        let mut observed = std::pin::pin!(observed);
-        // Each step of the manager owns it, and says whether it tried to create the Lease again
-        // and with which manager built afresh, if that worked.
+        // A fresh watch lists the Lease first. The watch is started afresh when the API server
+        // may have lost its state: kube-runtime's watcher retries the old resourceVersion
+        // forever, which such a server refuses (504 "Too large resource version") or accepts
+        // and then sends nothing for, so renewals would go unseen and the gate would run out.
+        let lease_watch = || {
+            watcher::watcher(leases.clone(), watcher::Config::default().fields(&fields))
+                .default_backoff()
+                .applied_objects()
+                .boxed()
+        };
+        let mut observed = lease_watch();
+        // Each step of the manager owns it, and says whether it created the Lease again and
+        // with which manager built afresh, if that worked.
         type Step = Pin<Box<dyn Future<Output = StepOutcome> + Send>>;
         let changed = |m: Arc<LeaseManager>, after: Duration| -> Step {
             Box::pin(async move {
@@ -395,40 +446,79 @@ impl Election {
                 }
             })
         };
-        // client-go's elector creates a Lease it finds missing (deleted, or lost with the API
-        // server's state) and goes on; the manager only does so when it is built. A first try
-        // is made at once; a try after a failed one waits a retry period, so a Lease that
-        // cannot be created (its namespace gone) is not asked for in a tight loop.
-        let recreate = |builder: LeaseManagerBuilder, after: Duration| -> Step {
+        // The manager creates a missing Lease only when it is built, and without a holder; a
+        // leader that then takes it with further requests may be past its renew deadline by
+        // the time it sees that renewal. So weir creates the Lease itself, held, and builds a
+        // manager on it (which finds this replica holding it).
+        let recreate = |after: Duration| -> Step {
+            let election = self.clone();
+            let leases = leases.clone();
+            let builder = self.lease_manager(client.clone());
             Box::pin(async move {
                 tokio::time::sleep(after).await;
+                // The manager's field manager, so that the Lease lists one per replica.
+                let params = PostParams {
+                    field_manager: Some(format!("kube-lease-manager-{}", election.identity)),
+                    ..PostParams::default()
+                };
+                let sent = Instant::now();
+                let held_since = match leases.create(&params, &election.held_lease()).await {
+                    Ok(_) => Some(sent),
+                    // Another replica was quicker; the manager finds it holding the Lease.
+                    Err(kube::Error::Api(status)) if status.code == 409 => None,
+                    Err(error) => {
+                        return StepOutcome {
+                            recreated: Some(Recreated::Failed),
+                            result: Err(error.into()),
+                        };
+                    }
+                };
                 match builder.build().await {
                     Ok(m) => {
                         let m = Arc::new(m);
                         let result = m.changed().await;
                         StepOutcome {
-                            recreated: Some(Some(m)),
+                            recreated: Some(Recreated::Done {
+                                manager: m,
+                                held_since,
+                            }),
                             result,
                         }
                     }
-                    Err(e) => StepOutcome {
-                        recreated: Some(None),
-                        result: Err(e),
+                    Err(error) => StepOutcome {
+                        recreated: Some(Recreated::Failed),
+                        result: Err(error),
                     },
                 }
             })
         };
+        let renewed = |at: Instant| {
+            if gate.renewed(at) {
+                metrics.set_leader(&self.name, true);
+                tracing::info!(identity = %self.identity, "became the leader; starting workers");
+            }
+        };
         let mut step: Step = changed(manager.clone(), Duration::ZERO);
         let mut manager_leads = false;
         let mut holder: Option<String> = None;
+        // When this replica last saw another replica's Lease change (a renewal, as a rule):
+        // client-go's observed time. The start counts as one, so that a standby that never saw
+        // the Lease held still waits a lease duration before it creates a missing one.
+        let mut others_seen = Instant::now();
         let mut watch_ended = false;
         let outcome = loop {
             tokio::select! {
                 _ = stopped.cancelled() => break Ok(()),
                 StepOutcome { recreated, result } = &mut step => {
-                    let failed_to_recreate = matches!(recreated, Some(None));
-                    if let Some(Some(rebuilt)) = recreated {
+                    let failed_to_recreate = matches!(recreated, Some(Recreated::Failed));
+                    if let Some(Recreated::Done { manager: rebuilt, held_since }) = recreated {
                         manager = rebuilt;
+                        if let Some(at) = held_since {
+                            tracing::info!(identity = %self.identity, lease = %self.name, namespace = %self.namespace, "created the leader-election lease again, held by this replica");
+                            renewed(at);
+                        }
+                        observed = lease_watch();
+                        watch_ended = false;
                     }
                     step = match result {
                         Ok(leads) => {
@@ -436,12 +526,28 @@ impl Election {
                             if !leads && gate.lose() {
                                 break Err(ElectionError::Lost("another replica holds the lease".into()));
                             }
+                            // The watch may be one that the server no longer feeds; a fresh
+                            // one shows the acquisition at once.
+                            if leads && !gate.is_leading() {
+                                observed = lease_watch();
+                                watch_ended = false;
+                            }
                             changed(manager.clone(), Duration::ZERO)
                         }
                         Err(error) if lease_gone(&error) => {
-                            tracing::warn!(lease = %self.name, namespace = %self.namespace, "the leader-election lease is gone; creating it again");
-                            let after = if failed_to_recreate { self.retry_period } else { Duration::ZERO };
-                            recreate(self.lease_manager(client.clone()), after)
+                            let leading = manager_leads || gate.is_leading();
+                            let mut after = if leading {
+                                Duration::ZERO
+                            } else {
+                                (others_seen + self.lease_duration).saturating_duration_since(Instant::now())
+                            };
+                            // A create that failed (its namespace gone, say) is tried again a
+                            // retry period later, not in a tight loop.
+                            if failed_to_recreate {
+                                after = after.max(self.retry_period);
+                            }
+                            tracing::warn!(lease = %self.name, namespace = %self.namespace, leading, after = %humantime::format_duration(after), "the leader-election lease is gone; creating it again");
+                            recreate(after)
                         }
                         Err(error) => {
                             tracing::warn!(%error, "leader-election lease request failed; retrying");
@@ -454,6 +560,9 @@ impl Election {
                         Some(Ok(lease)) => lease,
                         Some(Err(error)) => {
                             tracing::debug!(%error, "watch of the leader-election lease failed");
+                            if needs_relist(&error) {
+                                observed = lease_watch();
+                            }
                             continue;
                         }
                         // A watcher does not end; if it did, renewals go unseen and the gate
@@ -468,13 +577,14 @@ impl Election {
                         holder = spec.holder_identity.clone();
                         tracing::info!(holder = holder.as_deref().unwrap_or(""), "leader-election lease holder changed");
                     }
-                    // A Lease without a holder (just created again, or released) is held by
-                    // no one: not a loss, and not a renewal either (the renew deadline still
+                    // A Lease without a holder (just created by a manager, or released) is held
+                    // by no one: not a loss, and not a renewal either (the renew deadline still
                     // runs from the last one).
                     if holder.as_deref().is_none_or(str::is_empty) {
                         continue;
                     }
                     if holder.as_deref() != Some(self.identity.as_str()) {
+                        others_seen = Instant::now();
                         if gate.lose() {
                             break Err(ElectionError::Lost(format!(
                                 "the lease is now held by {:?}",
@@ -486,10 +596,8 @@ impl Election {
                     if let Some(at) = spec
                         .renew_time
                         .and_then(|t| renewal_instant(SystemTime::from(t.0), SystemTime::now(), Instant::now()))
-                        && gate.renewed(at)
                     {
-                        metrics.set_leader(&self.name, true);
-                        tracing::info!(identity = %self.identity, "became the leader; starting workers");
+                        renewed(at);
                     }
                 }
                 _ = gate.expired() => {
@@ -691,6 +799,19 @@ mod tests {
             })
             .contains("must not be empty")
         );
+    }
+
+    #[test]
+    fn a_lease_created_again_is_held_by_its_creator_acquired_and_renewed_at_once() {
+        let lease = election(15, 10, 2000).held_lease();
+        assert_eq!(lease.metadata.name.as_deref(), Some("weir"));
+        assert_eq!(lease.metadata.namespace.as_deref(), Some("kube-system"));
+        let spec = lease.spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("me"));
+        assert_eq!(spec.lease_duration_seconds, Some(15));
+        assert_eq!(spec.lease_transitions, Some(0));
+        assert!(spec.renew_time.is_some());
+        assert_eq!(spec.acquire_time, spec.renew_time);
     }
 
     #[test]

@@ -9,8 +9,9 @@ use weir::cases::{Case, Verdict, check_file_answered, check_file_with_config, di
 /// Run case files and directories of them (recursively: `*.json`, `*.yaml`, `*.yml`).
 ///
 /// Prints `ok` or `FAIL` per case, a readable diff for each failure, and finally
-/// `N passed, N failed`. Exits 1 when any case fails; 2 on bad arguments or when a file is not
-/// a usable case (not YAML/JSON, a wrong field, an impossible object, input over the limits).
+/// `N passed, N failed`. Exits 1 when any case fails; 2 on bad arguments, when the paths hold
+/// no case file, or when a file is not a usable case (not YAML/JSON, a wrong field, an
+/// impossible object, input over the limits).
 ///
 /// The cases can also run on another host of the component: `--write-requests` writes the
 /// request of every case, that host calls the guest with them, and `--answers` judges what

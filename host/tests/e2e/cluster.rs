@@ -31,6 +31,8 @@ pub struct Cluster {
 enum Server {
     Embedded(RunningApiServer),
     Real(real::Session),
+    /// A kube-apiserver of the test's own, which it may replace ([`Cluster::replace_empty`]).
+    OwnReal(real::OwnHarness),
 }
 
 pub struct Running {
@@ -97,6 +99,70 @@ impl Cluster {
         }
     }
 
+    /// [`Cluster::start`], on a server that [`Cluster::replace_empty`] can replace: on
+    /// kube-apiserver, a harness of the test's own rather than the shared one.
+    pub async fn start_replaceable(mut objects: Vec<Value>) -> Cluster {
+        if !real::selected() {
+            return Cluster::start(objects).await;
+        }
+        with_default_node(&mut objects);
+        let own = real::OwnHarness::start(objects).await;
+        Cluster {
+            client: own.client.clone(),
+            server: Server::OwnReal(own),
+        }
+    }
+
+    /// Replaces the API server by an empty one at the same address (a server that lost its
+    /// state): weir-apiserver is shut down and a new one started; kube-apiserver and its etcd
+    /// are killed and a new kube-apiserver starts on a fresh etcd
+    /// ([`real::OwnHarness::replace_empty`]). The new server holds only what a new cluster
+    /// holds (its system namespaces). Returns once the new server runs (kube-apiserver may
+    /// not answer yet).
+    pub async fn replace_empty(self) -> Cluster {
+        let server = match self.server {
+            Server::Embedded(server) => {
+                let addr = server.addr();
+                server.shutdown().await;
+                let server = ApiServer::start(weir_apiserver::Config {
+                    addr,
+                    ..Default::default()
+                })
+                .await
+                .expect("the API server starts again on the same address");
+                Server::Embedded(server)
+            }
+            Server::OwnReal(mut own) => {
+                own.replace_empty().await;
+                Server::OwnReal(own)
+            }
+            Server::Real(_) => panic!(
+                "the shared kube-apiserver cannot be replaced: start with Cluster::start_replaceable"
+            ),
+        };
+        Cluster {
+            server,
+            client: self.client,
+        }
+    }
+
+    /// Writes to Endpoints and EndpointSlices the server running now received from clients
+    /// whose User-Agent contains `user_agent` (weir's names its election identity).
+    pub fn writes_by(&self, user_agent: &str) -> u64 {
+        const RESOURCES: [&str; 2] = ["endpoints", "endpointslices"];
+        match &self.server {
+            Server::Embedded(server) => server
+                .stats()
+                .client_writes(user_agent, &RESOURCES)
+                .map_or(0, |w| w.count),
+            Server::OwnReal(own) => RESOURCES
+                .iter()
+                .map(|r| own.writes(r, Some(user_agent)).0)
+                .sum(),
+            Server::Real(_) => panic!("the shared harness's audit log is not told apart by client"),
+        }
+    }
+
     /// A cluster on weir-apiserver configured by `config`: a test that needs its options
     /// cannot run on the real server and is listed in `not-on-kube-apiserver.txt`.
     pub async fn start_with(mut config: weir_apiserver::Config) -> Cluster {
@@ -124,7 +190,7 @@ impl Cluster {
     pub fn server(&self) -> &RunningApiServer {
         match &self.server {
             Server::Embedded(server) => server,
-            Server::Real(_) => panic!(
+            Server::Real(_) | Server::OwnReal(_) => panic!(
                 "this test needs weir-apiserver's internals, so it cannot run on kube-apiserver; \
                  list it in host/tests/e2e/not-on-kube-apiserver.txt"
             ),
@@ -136,7 +202,9 @@ impl Cluster {
     pub fn into_embedded(self) -> (RunningApiServer, Client) {
         match self.server {
             Server::Embedded(server) => (server, self.client),
-            Server::Real(_) => panic!("only weir-apiserver can be replaced under a test"),
+            Server::Real(_) | Server::OwnReal(_) => {
+                panic!("only weir-apiserver can be replaced under a test")
+            }
         }
     }
 
@@ -153,6 +221,7 @@ impl Cluster {
         match &self.server {
             Server::Embedded(server) => server.write_kubeconfig(path),
             Server::Real(session) => session.write_kubeconfig(path),
+            Server::OwnReal(own) => own.write_kubeconfig(path),
         }
         .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()))
     }
@@ -176,7 +245,7 @@ impl Cluster {
                 .store()
                 .get("endpoints", namespace, name)
                 .map(|v| serde_json::from_value(v).unwrap()),
-            Server::Real(_) => {
+            Server::Real(_) | Server::OwnReal(_) => {
                 let api: kube::Api<core::Endpoints> =
                     kube::Api::namespaced(self.client.clone(), namespace);
                 api.get_opt(name).await.expect("reading Endpoints")
@@ -191,7 +260,7 @@ impl Cluster {
                 .store()
                 .get("pods", namespace, name)
                 .map(|v| serde_json::from_value(v).unwrap()),
-            Server::Real(_) => {
+            Server::Real(_) | Server::OwnReal(_) => {
                 let api: kube::Api<core::Pod> =
                     kube::Api::namespaced(self.client.clone(), namespace);
                 api.get_opt(name).await.expect("reading a pod")
@@ -206,6 +275,7 @@ impl Cluster {
         match &self.server {
             Server::Embedded(server) => server.stats().writes(resource),
             Server::Real(session) => session.writes(resource).0,
+            Server::OwnReal(own) => own.writes(resource, None).0,
         }
     }
 
@@ -214,6 +284,7 @@ impl Cluster {
         match &self.server {
             Server::Embedded(server) => server.stats().verbs(resource).delete,
             Server::Real(session) => session.writes(resource).1,
+            Server::OwnReal(own) => own.writes(resource, None).1,
         }
     }
 
@@ -221,8 +292,12 @@ impl Cluster {
     /// the period ends; on kube-apiserver, which has no kubelet, the test ends it the way a
     /// kubelet does once the containers stopped.
     pub async fn finish_graceful_deletion(&self, namespace: &str, name: &str) {
-        if let Server::Real(session) = &self.server {
-            session.finish_graceful_deletion(namespace, name).await;
+        match &self.server {
+            Server::Real(session) => session.finish_graceful_deletion(namespace, name).await,
+            Server::OwnReal(own) => {
+                real::finish_graceful_deletion(&own.client, namespace, name).await
+            }
+            Server::Embedded(_) => {}
         }
         let deadline = tokio::time::Instant::now() + DEADLINE;
         while self.pod(namespace, name).await.is_some() {
@@ -310,6 +385,7 @@ impl Cluster {
         match &self.server {
             Server::Embedded(_) => apply(&self.client, object).await,
             Server::Real(session) => retry_apply(&object, || session.apply(&object)).await,
+            Server::OwnReal(own) => retry_apply(&object, || own.apply(&object)).await,
         }
     }
 }
@@ -353,6 +429,7 @@ async fn try_apply(client: &Client, object: &Value) -> Result<(), kube::Error> {
         "Pod" => ApiResource::erase::<core::Pod>(&()),
         "Endpoints" => ApiResource::erase::<core::Endpoints>(&()),
         "Namespace" => ApiResource::erase::<core::Namespace>(&()),
+        "Node" => ApiResource::erase::<core::Node>(&()),
         other => panic!("unsupported kind {other}"),
     };
     let api: Api<DynamicObject> = match &ns {
@@ -370,7 +447,7 @@ async fn try_apply(client: &Client, object: &Value) -> Result<(), kube::Error> {
             api.replace(&name, &PostParams::default(), &obj).await?;
         }
     }
-    if kind == "Pod" && object.get("status").is_some() {
+    if matches!(kind.as_str(), "Pod" | "Node") && object.get("status").is_some() {
         let patch = json!({"status": object["status"]});
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;

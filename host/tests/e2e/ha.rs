@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use futures::{StreamExt, TryStreamExt};
+use kube::api::WatchEvent;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -15,6 +17,9 @@ use super::process::{Proc, free_port};
 /// What a controller writes (the Lease is not counted: every replica takes part in it).
 const WRITES: &[&str] = &["endpoints", "endpointslices", "events"];
 const LEASE_DURATION: Duration = Duration::from_secs(3);
+/// kube-controller-manager's default election timings: lease duration, renew deadline, retry
+/// period.
+const KCM_TIMINGS: [&str; 3] = ["15s", "10s", "2s"];
 
 /// One `weir run` process.
 struct Replica {
@@ -32,10 +37,16 @@ impl Replica {
 
     /// [`Replica::start`] with the lease duration, renew deadline and retry period given,
     /// allowing `window` for the replica to start.
-    fn start_timed(
+    fn start_timed(kubeconfig: &Path, timings: [&str; 3], window: Duration) -> Replica {
+        Replica::start_in(kubeconfig, timings, window, "weir-system")
+    }
+
+    /// [`Replica::start_timed`] with the Lease in `namespace`.
+    fn start_in(
         kubeconfig: &Path,
         [lease, renew, retry]: [&str; 3],
         window: Duration,
+        namespace: &str,
     ) -> Replica {
         let port = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
@@ -51,7 +62,7 @@ impl Replica {
             .arg(kubeconfig)
             .env("WEIR_LOG", "info")
             // The Lease goes to the Pod's namespace.
-            .env("POD_NAMESPACE", "weir-system");
+            .env("POD_NAMESPACE", namespace);
         let proc = Proc::spawn_logging(command);
         let standing_by = "standing by for the leader-election lease";
         let lines = tokio::task::block_in_place(|| {
@@ -61,7 +72,7 @@ impl Replica {
         });
         let line = lines.iter().find(|l| l.contains(standing_by)).unwrap();
         let line: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(line["namespace"], "weir-system", "{line}");
+        assert_eq!(line["namespace"], namespace, "{line}");
         let identity = line["identity"].as_str().expect("identity").to_string();
         Replica {
             proc,
@@ -117,8 +128,16 @@ async fn get(port: u16, path: &str) -> Option<(u16, String)> {
 
 /// The Lease `weir-system/weir`, read from the API server.
 async fn lease(c: &Cluster) -> Option<k8s_openapi::api::coordination::v1::Lease> {
+    lease_in(c, "weir-system").await
+}
+
+/// The Lease `weir` in `namespace`, read from the API server.
+async fn lease_in(
+    c: &Cluster,
+    namespace: &str,
+) -> Option<k8s_openapi::api::coordination::v1::Lease> {
     let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
-        kube::Api::namespaced(c.client.clone(), "weir-system");
+        kube::Api::namespaced(c.client.clone(), namespace);
     leases.get_opt("weir").await.expect("reading the Lease")
 }
 
@@ -326,13 +345,10 @@ async fn a_leader_cut_off_from_its_lease_stops_writing_before_the_standby_starts
     assert!(status.success(), "{status:?}");
 }
 
-/// A Lease deleted under a running leader (as when the API server lost its state) is created
-/// again, as client-go's elector does: the leader takes it again and goes on writing, without
-/// exiting.
-///
-/// The leader's renew deadline (30 s) is far above a loaded machine's delays, so only a leader
-/// that cannot create the Lease again exits here; with a short one, a renewal late for load
-/// alone would end it too. The windows are as generous, for the same reason.
+/// A Lease deleted under a running leader is created again as client-go's elector creates it:
+/// held by the leader, the create counting as its renewal, so the leader goes on leading and
+/// writing without exiting, with kube-controller-manager's default timings (lease 15 s, renew
+/// deadline 10 s, retry 2 s). The windows are generous for a loaded machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_lease_is_created_again_and_the_leader_keeps_leading() {
     use k8s_openapi::api::coordination::v1::Lease;
@@ -342,40 +358,57 @@ async fn a_vanished_lease_is_created_again_and_the_leader_keeps_leading() {
     let c = Cluster::start(objects).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = kubeconfig(&c, &dir);
-    let mut a = Replica::start_timed(&kubeconfig, ["40s", "30s", "1s"], WINDOW);
+    let mut a = Replica::start_timed(&kubeconfig, KCM_TIMINGS, WINDOW);
     a.wait_status(1, WINDOW).await;
     c.wait_ips_within(WINDOW, "app", "web", &["10.1.0.1"], &[])
         .await;
     let leases: kube::Api<Lease> = kube::Api::namespaced(c.client.clone(), "weir-system");
-    // Its uid before the delete: kube-apiserver answers a Lease delete with a Status, not the
-    // deleted object.
-    let old_uid = lease(&c)
+    // Its uid and version before the delete (kube-apiserver answers a Lease delete with a
+    // Status, not the deleted object); every version after it is watched.
+    let before = lease(&c).await.expect("the Lease").metadata;
+    let old_uid = before.uid.expect("a uid");
+    let params = kube::api::WatchParams::default().fields("metadata.name=weir");
+    let mut versions = leases
+        .watch(
+            &params,
+            &before.resource_version.expect("a resourceVersion"),
+        )
         .await
-        .and_then(|l| l.metadata.uid)
-        .expect("the Lease");
+        .expect("watching the Lease")
+        .boxed();
     leases
         .delete("weir", &Default::default())
         .await
         .expect("the Lease is deleted");
-    // Created again (a new object), held by a, and renewed three times (once a retry period,
-    // 1 s) after that: a kept leading.
+    // Created again (a new object) held by a, in its very first version as client-go's elector
+    // creates it, and renewed three times (once a retry period, 2 s) after that: a kept
+    // leading.
     let mut renewals = std::collections::BTreeSet::new();
-    let deadline = Instant::now() + WINDOW;
-    while renewals.len() < 3 {
-        let fresh = lease(&c)
-            .await
-            .filter(|l| l.metadata.uid.as_deref() != Some(old_uid.as_str()))
-            .and_then(|l| l.spec)
-            .filter(|s| s.holder_identity.as_deref() == Some(a.identity.as_str()));
-        if let Some(renewed) = fresh.and_then(|s| s.renew_time) {
-            renewals.insert(renewed.0);
+    let watched = tokio::time::timeout(WINDOW, async {
+        while renewals.len() < 4 {
+            let lease = match versions.try_next().await.expect("the watch failed") {
+                Some(WatchEvent::Added(lease) | WatchEvent::Modified(lease)) => lease,
+                Some(WatchEvent::Deleted(_) | WatchEvent::Bookmark(_)) => continue,
+                Some(WatchEvent::Error(status)) => panic!("the watch failed: {status:?}"),
+                None => panic!("the watch ended"),
+            };
+            if lease.metadata.uid.as_deref() == Some(old_uid.as_str()) {
+                continue;
+            }
+            let spec = lease.spec.unwrap_or_default();
+            assert_eq!(
+                spec.holder_identity.as_deref(),
+                Some(a.identity.as_str()),
+                "a version of the Lease created again is not held by a: {spec:?}"
+            );
+            renewals.extend(spec.renew_time.map(|t| t.0));
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for the Lease created again and renewed three times by a"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
+    assert!(
+        watched.is_ok(),
+        "timed out waiting for the Lease created again and renewed three times by a"
+    );
     assert!(a.proc.exited().is_none(), "the leader exited");
     assert_eq!(a.leader_status().await, Some(1));
     // And it still writes.
@@ -385,6 +418,117 @@ async fn a_vanished_lease_is_created_again_and_the_leader_keeps_leading() {
         .await;
     let status = tokio::task::block_in_place(|| a.proc.stop("-TERM"));
     assert!(status.success(), "{status:?}");
+}
+
+/// An API server replaced by an empty one at the same address (killed; a new one on a fresh
+/// store, as after a control plane lost its etcd) under a leader with kube-controller-manager's
+/// default timings. As with client-go's elector, the leader creates the missing Lease held by
+/// itself, which counts as its renewal, and keeps leading: on the new server the Lease is held
+/// by it and renewed, the Services and pods applied again converge, and the standby writes
+/// nothing on either server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_server_replaced_by_an_empty_one_keeps_its_leader() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    const WINDOW: Duration = Duration::from_secs(120);
+    // The Lease in kube-system, as kube-controller-manager's: a new server has that namespace
+    // from its start, so the leader can create the Lease before anything is applied again.
+    const NAMESPACE: &str = "kube-system";
+    let world = || {
+        let mut objects = vec![namespace("app"), node("node-1", None)];
+        objects.extend(services_with_a_ready_pod(3));
+        objects
+    };
+    // And 300 pods that no Service selects, so that the old server's resourceVersion is far
+    // above the new one's, as a long-lived cluster's is above a fresh etcd's.
+    let mut objects = world();
+    objects.extend((0..300).map(|i| {
+        let ip = format!("10.3.{}.{}", i / 250, i % 250 + 1);
+        pod("app", &format!("old-{i}"), json!({"app": "old"}), &ip, true)
+    }));
+    let c = Cluster::start_replaceable(objects).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(&c, &dir);
+    let mut a = Replica::start_in(&kubeconfig, KCM_TIMINGS, WINDOW, NAMESPACE);
+    a.wait_status(1, WINDOW).await;
+    let mut b = Replica::start_in(&kubeconfig, KCM_TIMINGS, WINDOW, NAMESPACE);
+    wait_for_within(WINDOW, "b ready as a standby", || {
+        let b = &b;
+        async move {
+            b.leader_status().await == Some(0)
+                && get(b.port, "/readyz")
+                    .await
+                    .is_some_and(|(code, _)| code == 200)
+        }
+    })
+    .await;
+    for i in 0..3 {
+        let ip = format!("10.1.0.{i}");
+        c.wait_ips_within(WINDOW, "app", &format!("svc-{i}"), &[&ip], &[])
+            .await;
+    }
+    let held = lease_in(&c, NAMESPACE).await.and_then(|l| l.spec);
+    assert_eq!(
+        held.and_then(|s| s.holder_identity),
+        Some(a.identity.clone())
+    );
+    assert!(c.writes_by(&a.identity) > 0, "a wrote the Endpoints");
+    assert_eq!(c.writes_by(&b.identity), 0, "the standby wrote");
+
+    let c = c.replace_empty().await;
+    let client = c.client.clone();
+    wait_for_within(WINDOW, "the new API server to answer", || {
+        let client = client.clone();
+        async move { client.apiserver_version().await.is_ok() }
+    })
+    .await;
+    for object in world() {
+        c.apply(object).await;
+    }
+    // The Lease on the new server: held by a and renewed twice (a retry period apart, 2 s)
+    // after it appeared.
+    let leases: kube::Api<Lease> = kube::Api::namespaced(c.client.clone(), NAMESPACE);
+    let mut renewals = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + WINDOW;
+    while renewals.len() < 3 {
+        let spec = leases
+            .get_opt("weir")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec);
+        if let Some(spec) = spec {
+            assert_eq!(
+                spec.holder_identity.as_deref(),
+                Some(a.identity.as_str()),
+                "the Lease on the new server is not a's"
+            );
+            renewals.extend(spec.renew_time.map(|t| t.0));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for the Lease created again and renewed twice by a"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for i in 0..3 {
+        let ip = format!("10.1.0.{i}");
+        c.wait_ips_within(WINDOW, "app", &format!("svc-{i}"), &[&ip], &[])
+            .await;
+    }
+    assert!(a.proc.exited().is_none(), "the leader exited");
+    assert!(b.proc.exited().is_none(), "the standby exited");
+    assert_eq!(a.leader_status().await, Some(1));
+    assert_eq!(b.leader_status().await, Some(0));
+    assert!(c.writes_by(&a.identity) > 0, "a wrote on the new server");
+    assert_eq!(
+        c.writes_by(&b.identity),
+        0,
+        "the standby wrote on the new server"
+    );
+    for replica in [b, a] {
+        let status = tokio::task::block_in_place(|| replica.proc.stop("-TERM"));
+        assert!(status.success(), "{status:?}");
+    }
 }
 
 /// In process, with the gate driven by hand: a standby syncs its caches and is ready but

@@ -10,6 +10,9 @@
 //! so this module does their part: Node and pod status go through the `status` subresource, each
 //! namespace gets its `default` ServiceAccount, and a graceful deletion is finished the way a
 //! kubelet confirms one.
+//!
+//! A test that replaces the API server under weir runs on a harness of its own
+//! ([`OwnHarness`]), holding the turn all the same.
 
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -178,86 +181,341 @@ impl Session {
     /// a replace of the test's sparse object would try to remove, stay), then sets the status
     /// of a pod or Node as a kubelet would. A namespace gets its `default` ServiceAccount.
     pub async fn apply(&self, object: &Value) -> Result<(), kube::Error> {
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let api = self.api(object);
-        let name = object["metadata"]["name"].as_str().unwrap().to_string();
-        let mut body = object.clone();
-        let status = body.as_object_mut().unwrap().remove("status");
-        if let Some(metadata) = body["metadata"].as_object_mut() {
-            metadata.remove("resourceVersion");
-        }
-        let params = PatchParams::apply("weir-e2e").force();
-        api.patch(&name, &params, &Patch::Apply(&body)).await?;
-        if let Some(status) = status.filter(|_| matches!(kind, "Pod" | "Node")) {
-            let patch = json!({"status": status});
-            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
-        }
-        if kind == "Namespace" {
-            let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": "default", "namespace": name}});
-            let accounts: Api<core::ServiceAccount> = Api::namespaced(self.client.clone(), &name);
-            if accounts.get_opt("default").await?.is_none() {
-                let account = serde_json::from_value(account).unwrap();
-                accounts.create(&Default::default(), &account).await?;
-            }
-        }
-        Ok(())
-    }
-
-    fn api(&self, object: &Value) -> Api<DynamicObject> {
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let resource = resource(kind).unwrap_or_else(|| panic!("unsupported kind {kind}"));
-        match object["metadata"]["namespace"].as_str() {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
-            None => Api::all_with(self.client.clone(), &resource),
-        }
+        apply(&self.client, object).await
     }
 
     /// The write requests (create, update, patch, delete) to `resource` (`endpoints` or
     /// `endpointslices`, the two the harness audits) since this session started, whether they
     /// succeeded or not, and of them the deletes.
     pub fn writes(&self, resource: &str) -> (u64, u64) {
-        assert!(
-            matches!(resource, "endpoints" | "endpointslices"),
-            "the harness audits writes to endpoints and endpointslices only, not {resource}"
-        );
-        let mut file = std::fs::File::open(&self.audit_log).expect("the harness's audit log");
-        file.seek(SeekFrom::Start(self.audit_start)).unwrap();
-        let (mut writes, mut deletes) = (0, 0);
-        for line in BufReader::new(file).lines().map_while(Result::ok) {
-            // A line the server is still writing is not complete JSON yet; the next read has it.
-            let Ok(event) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if event["stage"] != "ResponseComplete" || event["objectRef"]["resource"] != resource {
-                continue;
-            }
-            match event["verb"].as_str() {
-                Some("create" | "update" | "patch") => writes += 1,
-                Some("delete" | "deletecollection") => {
-                    writes += 1;
-                    deletes += 1;
-                }
-                _ => {}
-            }
-        }
-        (writes, deletes)
+        audited_writes(&self.audit_log, self.audit_start, resource, None)
     }
 
     /// Ends the graceful deletion of a pod as its kubelet does once the containers stopped: a
     /// delete with grace period 0.
     pub async fn finish_graceful_deletion(&self, namespace: &str, name: &str) {
-        let pods: Api<core::Pod> = Api::namespaced(self.client.clone(), namespace);
-        match pods
-            .delete(name, &DeleteParams::default().grace_period(0))
+        finish_graceful_deletion(&self.client, namespace, name).await
+    }
+}
+
+/// [`Session::finish_graceful_deletion`] through `client`.
+pub async fn finish_graceful_deletion(client: &Client, namespace: &str, name: &str) {
+    let pods: Api<core::Pod> = Api::namespaced(client.clone(), namespace);
+    match pods
+        .delete(name, &DeleteParams::default().grace_period(0))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => panic!("deleting pod {namespace}/{name} with grace period 0: {e}"),
+    }
+}
+
+/// A kube-harness of one test's own, whose API server the test replaces by an empty one at
+/// the same address ([`OwnHarness::replace_empty`]); the shared harness cannot be replaced
+/// under the other tests. It holds the shared server's turn, so that no other test loads the
+/// machine while its servers start.
+pub struct OwnHarness {
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+    pub client: Client,
+    binary: PathBuf,
+    /// The state directory of `up`: its certificates and kubeconfig stay valid throughout.
+    dir: PathBuf,
+    /// The state directory of the servers running now: `dir`, then one per replacement.
+    current: PathBuf,
+    /// The server processes started by replacements (`up`'s are not this process's children).
+    children: Vec<Child>,
+    /// Dropping it (with this, or when the test binary exits) closes its stdin, and it then
+    /// stops every server of `dir` and removes the directory.
+    _watchdog: Child,
+}
+
+impl OwnHarness {
+    /// Waits for the server's turn, starts a harness in a directory of its own and applies
+    /// `seed`.
+    pub async fn start(seed: Vec<Value>) -> OwnHarness {
+        static STARTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let turn = TURN.lock().await;
+        let binary = harness_binary();
+        assert!(
+            binary.is_file(),
+            "{} does not exist: `make upstream` builds it, or set {HARNESS}",
+            binary.display()
+        );
+        let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("kube-harness-own-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // As the shared harness's watchdog, for this directory and its replacements.
+        let mut watchdog = Command::new("sh");
+        watchdog
+            .args([
+                "-c",
+                r#"cat >/dev/null; for d in "$1"/next-* "$1"; do "$0" down "$d" >/dev/null 2>&1; done; rm -rf "$1""#,
+            ])
+            .arg(&binary)
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut watchdog, 0);
+        let watchdog = watchdog.spawn().expect("spawning the harness watchdog");
+        let out = {
+            let (binary, dir) = (binary.clone(), dir.clone());
+            tokio::task::spawn_blocking(move || {
+                Command::new(&binary)
+                    .arg("up")
+                    .arg(&dir)
+                    .output()
+                    .expect("running kube-harness up")
+            })
             .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => panic!("deleting pod {namespace}/{name} with grace period 0: {e}"),
+            .unwrap()
+        };
+        assert!(
+            out.status.success(),
+            "kube-harness up {} failed: {}{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("kubeconfig")).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        let client = Client::try_from(config).unwrap();
+        for object in &seed {
+            apply(&client, object).await.unwrap_or_else(|e| {
+                panic!(
+                    "seeding {} on kube-apiserver: {e}",
+                    object["metadata"]["name"]
+                )
+            });
+        }
+        OwnHarness {
+            _turn: turn,
+            client,
+            binary,
+            current: dir.clone(),
+            dir,
+            children: Vec::new(),
+            _watchdog: watchdog,
         }
     }
+
+    /// The admin kubeconfig, copied to `path`.
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::copy(self.dir.join("kubeconfig"), path).map(drop)
+    }
+
+    /// Creates or updates `object` as [`Session::apply`] does.
+    pub async fn apply(&self, object: &Value) -> Result<(), kube::Error> {
+        apply(&self.client, object).await
+    }
+
+    /// Writes to `resource` on the server running now, as [`Session::writes`] counts them, by
+    /// a client whose User-Agent contains `user_agent` (any when `None`).
+    pub fn writes(&self, resource: &str, user_agent: Option<&str>) -> (u64, u64) {
+        audited_writes(&self.current.join("audit.log"), 0, resource, user_agent)
+    }
+
+    /// Replaces the API server by an empty one at the same address, as a control plane whose
+    /// etcd lost its data comes back: etcd and kube-apiserver are killed (SIGKILL) and a new
+    /// kube-apiserver starts on the same port with the same certificates, on a fresh etcd.
+    /// That etcd starts before the kill, on ports of its own, so that the outage is
+    /// kube-apiserver's start alone. Returns once the new kube-apiserver runs, not once it is
+    /// ready: clients see the outage as it is.
+    pub async fn replace_empty(&mut self) {
+        let n = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("next-"))
+            })
+            .count();
+        let next = self.dir.join(format!("next-{}", n + 1));
+        std::fs::create_dir_all(&next).unwrap();
+        for file in [
+            "ca.crt",
+            "apiserver.crt",
+            "apiserver.key",
+            "admin.crt",
+            "admin.key",
+            "sa.key",
+            "sa.pub",
+            "kubeconfig",
+        ] {
+            std::fs::copy(self.dir.join(file), next.join(file))
+                .unwrap_or_else(|e| panic!("copying {file}: {e}"));
+        }
+        let ports: Value =
+            serde_json::from_slice(&std::fs::read(self.current.join("ports.json")).unwrap())
+                .unwrap();
+        let etcd_port = free_loopback_port();
+        let ports = json!({
+            "etcdClient": etcd_port,
+            "etcdPeer": free_loopback_port(),
+            "apiserver": ports["apiserver"],
+        });
+        std::fs::write(next.join("ports.json"), ports.to_string()).unwrap();
+        self.spawn_server(&next, "etcd");
+        wait_etcd_healthy(etcd_port).await;
+        for name in ["apiserver", "etcd"] {
+            let pid = std::fs::read_to_string(self.current.join(format!("{name}.pid")))
+                .unwrap_or_else(|e| panic!("the {name} pid of {}: {e}", self.current.display()));
+            let killed = Command::new("kill")
+                .args(["-KILL", pid.trim()])
+                .status()
+                .unwrap();
+            assert!(killed.success(), "kill -KILL {pid} ({name})");
+        }
+        // The killed server's sockets close only once all its threads are gone, some time
+        // after its main thread is a zombie: the new one binds the port once it is free.
+        let port = ports["apiserver"].as_u64().unwrap() as u16;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "port {port} still taken after kube-apiserver was killed"
+            );
+            for child in &mut self.children {
+                let _ = child.try_wait();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.spawn_server(&next, "apiserver");
+        self.current = next;
+    }
+
+    /// Starts `kube-harness NAME DIR` as `up` does (its own process group, log and pid file
+    /// in DIR), so that `down` stops it.
+    fn spawn_server(&mut self, dir: &Path, name: &str) {
+        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+        let mut command = Command::new(&self.binary);
+        command
+            .arg(name)
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting kube-harness {name}: {e}"));
+        std::fs::write(dir.join(format!("{name}.pid")), format!("{}\n", child.id())).unwrap();
+        self.children.push(child);
+    }
+}
+
+/// A free loopback port (another process may take it before it is bound; the test then fails
+/// with the server's log).
+fn free_loopback_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until etcd on `port` answers its health check.
+async fn wait_etcd_healthy(port: u16) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let answer = async {
+            let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()?;
+            stream
+                .write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n")
+                .await
+                .ok()?;
+            let mut out = String::new();
+            stream.read_to_string(&mut out).await.ok()?;
+            Some(out)
+        };
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(5), answer)
+            .await
+            .ok()
+            .flatten();
+        if answer.is_some_and(|a| a.contains("\"health\":\"true\"")) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "etcd on port {port} did not get healthy"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// [`Session::apply`] through `client`.
+async fn apply(client: &Client, object: &Value) -> Result<(), kube::Error> {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let resource = resource(kind).unwrap_or_else(|| panic!("unsupported kind {kind}"));
+    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let name = object["metadata"]["name"].as_str().unwrap().to_string();
+    let mut body = object.clone();
+    let status = body.as_object_mut().unwrap().remove("status");
+    if let Some(metadata) = body["metadata"].as_object_mut() {
+        metadata.remove("resourceVersion");
+    }
+    let params = PatchParams::apply("weir-e2e").force();
+    api.patch(&name, &params, &Patch::Apply(&body)).await?;
+    if let Some(status) = status.filter(|_| matches!(kind, "Pod" | "Node")) {
+        let patch = json!({"status": status});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+    }
+    if kind == "Namespace" {
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": name}});
+        let accounts: Api<core::ServiceAccount> = Api::namespaced(client.clone(), &name);
+        if accounts.get_opt("default").await?.is_none() {
+            let account = serde_json::from_value(account).unwrap();
+            accounts.create(&Default::default(), &account).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The write requests to `resource` (`endpoints` or `endpointslices`) in the audit log
+/// `path` from byte `start` on, by a client whose User-Agent contains `user_agent` (any
+/// client when `None`), and of them the deletes.
+fn audited_writes(path: &Path, start: u64, resource: &str, user_agent: Option<&str>) -> (u64, u64) {
+    assert!(
+        matches!(resource, "endpoints" | "endpointslices"),
+        "the harness audits writes to endpoints and endpointslices only, not {resource}"
+    );
+    let mut file = std::fs::File::open(path).expect("the harness's audit log");
+    file.seek(SeekFrom::Start(start)).unwrap();
+    let (mut writes, mut deletes) = (0, 0);
+    for line in BufReader::new(file).lines().map_while(Result::ok) {
+        // A line the server is still writing is not complete JSON yet; the next read has it.
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if event["stage"] != "ResponseComplete" || event["objectRef"]["resource"] != resource {
+            continue;
+        }
+        let by = event["userAgent"].as_str().unwrap_or_default();
+        if user_agent.is_some_and(|ua| !by.contains(ua)) {
+            continue;
+        }
+        match event["verb"].as_str() {
+            Some("create" | "update" | "patch") => writes += 1,
+            Some("delete" | "deletecollection") => {
+                writes += 1;
+                deletes += 1;
+            }
+            _ => {}
+        }
+    }
+    (writes, deletes)
 }
 
 /// The API resource of each kind the tests seed.
