@@ -512,6 +512,14 @@ var specCases = []specCase{
 		b.s.tuning.batchPeriod = v.period
 		b.step(step{kind: stepAddPodsSpaced, name: "foo", pods: b.later(len(v.offsets), nil), offsets: v.offsets})
 	}},
+	// The stored slice's ownerReference names the Service's uid under another name.
+	{"S99", func(b *specBuilder) {
+		b.service("foo")
+		b.pods(2, nil)
+		b.store(storedSlice{service: "foo", pods: podNames(0, 1), edit: func(s *discoveryv1.EndpointSlice) {
+			s.OwnerReferences[0].Name = "foo-renamed"
+		}})
+	}},
 }
 
 // s33Maxima are S33's maxima per variant.
