@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// The scenarios S01-S99 of docs/upstream-endpointslices.md §11, as the run's scenarios. Each
+// The scenarios S01-S100 of docs/upstream-endpointslices.md §11, as the run's scenarios. Each
 // stores its state before both controllers start (startLate), so that their first sync sees the
 // state the scenario states, and then applies its changes as steps. The run compares weir with
 // upstream, not with the spec's expected writes: the spec is the scenario's input, upstream's
@@ -217,7 +217,7 @@ func selectSpec(selection string) ([]*scenario, error) {
 		if reason, ok := notExpressible[id]; ok {
 			return nil, fmt.Errorf("%s is not expressible on a real cluster: %s", id, reason)
 		}
-		return nil, fmt.Errorf("no scenario %q (the ids are S01-S99)", id)
+		return nil, fmt.Errorf("no scenario %q (the ids are S01-S100)", id)
 	}
 	return out, nil
 }

@@ -520,6 +520,26 @@ var specCases = []specCase{
 			s.OwnerReferences[0].Name = "foo-renamed"
 		}})
 	}},
+	// Ports named and unnamed in the container, target ports by name and by number, the three
+	// protocols, one with an appProtocol: every pod serves all six, so the Endpoints have one
+	// subset, whose port order the run compares (compareStates keeps it).
+	{"S100", func(b *specBuilder) {
+		b.service("foo", func(svc *corev1.Service) {
+			h2c := "kubernetes.io/h2c"
+			svc.Spec.Ports = []corev1.ServicePort{
+				{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
+				{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", Port: 9090, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP},
+				{Name: "dns", Port: 53, TargetPort: intstr.FromInt32(5353), Protocol: corev1.ProtocolUDP},
+				{Name: "sctp", Port: 3456, TargetPort: intstr.FromInt32(3456), Protocol: corev1.ProtocolSCTP},
+				{Name: "grpc", Port: 9000, TargetPort: intstr.FromInt32(9000), Protocol: corev1.ProtocolTCP, AppProtocol: &h2c},
+			}
+		})
+		b.pods(3, func(_ int, p *podState) {
+			containerPorts(corev1.ContainerPort{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+				corev1.ContainerPort{Name: "metrics", ContainerPort: 9091, Protocol: corev1.ProtocolTCP})(p)
+		})
+	}},
 }
 
 // s33Maxima are S33's maxima per variant.
