@@ -617,6 +617,36 @@ case("s59-headless-stored-without-ports-no-write", "S59 its stored slice with po
      svc=headless_no_ports, pods=[pod(1)],
      slices=[stored("foo-a", [endpoint(1)], ports=None, labels=HEADLESS_LABELS)])
 
+# Fields the controller never sets, on a stored endpoint: upstream keeps them wherever it copies
+# the stored endpoint into a write, and drops them where the desired endpoint replaces it.
+def legacy(e):
+    e = copy.deepcopy(e)
+    e["deprecatedTopology"] = {"kubernetes.io/hostname": "node-1"}
+    e["targetRef"]["resourceVersion"] = "41"
+    return e
+
+
+case("rule-r4-13-carried-endpoint-keeps-fields-the-controller-never-sets",
+     "R4.13 a stored endpoint carried into an update keeps deprecatedTopology and targetRef.resourceVersion",
+     """R4.8a, R4.10: pod1's stored endpoint equals the desired one (resourceVersion and
+     deprecatedTopology are not compared) -> foo-a unchanged; pod2 remains and foo-a takes it
+     (R4.13a); R4.13b: foo-a is copied, so pod1's endpoint is written as stored, both fields
+     included, and pod2's as built (neither field, R2.15, R2.20).""",
+     writes(0, 1, 0, [want([legacy(endpoint(1)), endpoint(2)], name="foo-a", compareAllFields=True)]),
+     pods=[pod(1), pod(2)], slices=[stored("foo-a", [legacy(endpoint(1))])])
+case("rule-r4-26-labels-only-update-keeps-fields-the-controller-never-sets",
+     "R4.26 a labels-only update keeps the endpoints' deprecatedTopology and targetRef.resourceVersion",
+     """R4.8: pod1's endpoint is up to date (R4.10), only the labels differ (R4.26) -> U1 with the new
+     labels and the endpoints untouched: both fields stay.""",
+     writes(0, 1, 0, [want([legacy(endpoint(1))], name="foo-a", labels={**MANAGED, "foo": "bar"}, compareAllFields=True)]),
+     svc=service(labels={"foo": "bar"}), pods=[pod(1)], slices=[stored("foo-a", [legacy(endpoint(1))])])
+case("rule-r4-8a-desired-endpoint-drops-fields-the-controller-never-sets",
+     "R4.8a a slice rewritten for another endpoint drops deprecatedTopology and targetRef.resourceVersion",
+     """R4.8a: pod2 turned not ready, so foo-a changes; every kept endpoint is the desired version,
+     pod1's too, which the controller builds without either field (R2.15, R2.20) -> U1 without them.""",
+     writes(0, 1, 0, [want([endpoint(1), endpoint(2, ready=False)], name="foo-a", compareAllFields=True)]),
+     pods=[pod(1), pod(2, ready=False)], slices=[stored("foo-a", [legacy(endpoint(1)), legacy(endpoint(2))])])
+
 # =============================================================================================
 # 11F. Labels, ownership, foreign slices, lifecycle
 
