@@ -123,7 +123,10 @@ func stripRef(ref *corev1.ObjectReference) *corev1.ObjectReference {
 	if ref == nil {
 		return nil
 	}
-	return &corev1.ObjectReference{Kind: ref.Kind, Name: ref.Name, APIVersion: ref.APIVersion, FieldPath: ref.FieldPath}
+	// resourceVersion stays: neither controller sets it, so where it is set, a scenario stored
+	// it, the same in both namespaces.
+	return &corev1.ObjectReference{Kind: ref.Kind, Name: ref.Name, APIVersion: ref.APIVersion, FieldPath: ref.FieldPath,
+		ResourceVersion: ref.ResourceVersion}
 }
 
 func stripAddresses(in []corev1.EndpointAddress) []corev1.EndpointAddress {

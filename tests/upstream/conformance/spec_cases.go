@@ -540,6 +540,24 @@ var specCases = []specCase{
 				corev1.ContainerPort{Name: "metrics", ContainerPort: 9091, Protocol: corev1.ProtocolTCP})(p)
 		})
 	}},
+	// The stored endpoint of pod0 carries deprecatedTopology and a targetRef.resourceVersion,
+	// which neither controller sets: carried (pod1 new, so the slice is copied and takes it) or
+	// rewritten (pod1's stored endpoint is out of date, so every kept endpoint is the desired one).
+	{"S101", func(b *specBuilder) {
+		b.service("foo")
+		rewritten := b.s.variant == "rewritten"
+		b.pods(2, func(i int, p *podState) { setReady(i == 0 || !rewritten)(p) })
+		stored := podNames(0, 1)
+		if rewritten {
+			stored = podNames(0, 2)
+		}
+		b.store(storedSlice{service: "foo", pods: stored, edit: func(s *discoveryv1.EndpointSlice) {
+			allReady(s)
+			e := &s.Endpoints[0]
+			e.DeprecatedTopology = map[string]string{corev1.LabelHostname: "node-nozone"}
+			e.TargetRef.ResourceVersion = "41"
+		}})
+	}},
 }
 
 // s33Maxima are S33's maxima per variant.

@@ -131,8 +131,8 @@ func TestSelectSpec(t *testing.T) {
 	if _, err := selectSpec("S74"); err == nil || !strings.Contains(err.Error(), "stale") {
 		t.Errorf("selectSpec(S74) = %v; want the reason it is not expressible", err)
 	}
-	if _, err := selectSpec("S101"); err == nil {
-		t.Error("selectSpec(S101) succeeded")
+	if _, err := selectSpec("S102"); err == nil {
+		t.Error("selectSpec(S102) succeeded")
 	}
 	line := describeSpecSelection(all, true)
 	if !strings.Contains(line, "S74") || !strings.Contains(line, "not expressible") {
