@@ -135,7 +135,8 @@ pub fn counts(e: &core::Endpoints) -> Counts {
 }
 
 /// The comparable form of `s` restricted to what `e` checks: name, labels, annotations and
-/// ownerReferences only when `e` gives them, hints only when `e.compareHints`, and only the
+/// ownerReferences only when `e` gives them, hints only when `e.compareHints`, an endpoint's
+/// `targetRef.resourceVersion` and `deprecatedTopology` only when `e.compareAllFields`, and only the
 /// number of endpoints when `e.endpointCount` is given. `e = None` shows everything a diff
 /// needs.
 fn slice_form(s: &discovery::EndpointSlice, e: Option<&ExpectedSlice>) -> Value {
@@ -156,6 +157,9 @@ fn slice_form(s: &discovery::EndpointSlice, e: Option<&ExpectedSlice>) -> Value 
         e.is_none_or(|e| e.labels.is_some())
             .then(|| meta.labels.as_ref().unwrap_or(&no_labels)),
     );
+    if e.is_some_and(|e| e.compare_all_fields) {
+        out["endpoints"] = canonical::slice_endpoints(&endpoints, true);
+    }
     if e.is_some_and(|e| e.endpoint_count.is_some()) {
         out["endpoints"] = json!(endpoints.len());
     }
@@ -201,6 +205,7 @@ fn compare_slices(expected: &[ExpectedSlice], actual: &[discovery::EndpointSlice
             e.owner_references.is_some(),
             e.endpoint_count.is_none(),
             e.compare_hints,
+            e.compare_all_fields,
         ]
         .iter()
         .filter(|b| **b)
@@ -361,6 +366,28 @@ mod tests {
         assert!(compare_slices(&ignoring, &actual()).is_empty());
         let comparing = expected(&bare.replace("HINTS", "true"));
         assert_eq!(compare_slices(&comparing, &actual()).len(), 1);
+    }
+
+    #[test]
+    fn fields_the_controller_never_sets_are_compared_only_when_asked() {
+        let mut kept = actual();
+        let endpoint = &mut kept[0].endpoints.as_mut().unwrap()[0];
+        endpoint.deprecated_topology = Some([("k".to_string(), "v".to_string())].into());
+        endpoint.target_ref = Some(Default::default());
+        endpoint.target_ref.as_mut().unwrap().resource_version = Some("7".into());
+        let bare = "[{addressType: IPv4, compareHints: false, compareAllFields: ALL, endpoints: [
+            {addresses: [10.0.0.1], zone: zone-a, targetRef: {resourceVersion: '7'}, deprecatedTopology: {k: v}},
+            {addresses: [10.0.0.2], zone: zone-b}]}]";
+        let all = expected(&bare.replace("ALL", "true"));
+        assert!(compare_slices(&all, &kept).is_empty());
+        // The same expectation does not hold of a slice that lost both fields.
+        let mut lost = kept.clone();
+        let endpoint = &mut lost[0].endpoints.as_mut().unwrap()[0];
+        endpoint.deprecated_topology = None;
+        endpoint.target_ref.as_mut().unwrap().resource_version = None;
+        assert_eq!(compare_slices(&all, &lost).len(), 1);
+        let ignoring = expected(&bare.replace("ALL", "false"));
+        assert!(compare_slices(&ignoring, &lost).is_empty());
     }
 
     #[test]

@@ -181,6 +181,11 @@ pub struct ExpectedSlice {
     /// topology-aware allocation picks arbitrary endpoints, checked instead by `zoneHints`.
     #[serde(default = "yes", rename = "compareHints")]
     pub compare_hints: bool,
+    /// Whether endpoints also compare `targetRef.resourceVersion` and `deprecatedTopology`
+    /// (default false): fields the controller never sets, which only an endpoint carried over
+    /// from a stored slice holds.
+    #[serde(default, rename = "compareAllFields")]
+    pub compare_all_fields: bool,
     /// `metadata.labels`; checked only when given.
     #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,

@@ -74,21 +74,13 @@ pub fn slice(
     name: Option<&str>,
     labels: Option<&BTreeMap<String, String>>,
 ) -> Value {
-    let endpoints = endpoints.iter().map(|e| {
-        let mut e = e.clone();
-        if let Some(r) = e.target_ref.as_mut() {
-            r.resource_version = None;
-        }
-        e.deprecated_topology = None;
-        serde_json::to_value(e).unwrap_or(Value::Null)
-    });
     let ports = ports
         .iter()
         .map(|p| serde_json::to_value(p).unwrap_or(Value::Null));
     let mut out = json!({
         "addressType": address_type,
         "ports": sorted(ports),
-        "endpoints": sorted(endpoints),
+        "endpoints": slice_endpoints(endpoints, false),
     });
     if let Some(name) = name {
         out["name"] = json!(name);
@@ -97,6 +89,21 @@ pub fn slice(
         out["labels"] = json!(labels);
     }
     out
+}
+
+/// A slice's endpoints as a sorted set; without `targetRef.resourceVersion` and
+/// `deprecatedTopology` unless `all_fields`.
+pub fn slice_endpoints(endpoints: &[discovery::Endpoint], all_fields: bool) -> Value {
+    sorted(endpoints.iter().map(|e| {
+        let mut e = e.clone();
+        if !all_fields {
+            if let Some(r) = e.target_ref.as_mut() {
+                r.resource_version = None;
+            }
+            e.deprecated_topology = None;
+        }
+        serde_json::to_value(e).unwrap_or(Value::Null)
+    }))
 }
 
 /// Whether writing `update` over `stored` would change nothing but order and what [`slice`]

@@ -345,8 +345,14 @@ fn check_slice(
     }
     for (j, owner) in meta.owner_references.iter().flatten().enumerate() {
         let is_service = owner.kind == "Service" && owner.api_version == "v1";
-        let other_uid = ctx.service_uid.is_some_and(|uid| owner.uid != uid);
-        if is_service && owner.controller == Some(true) && (owner.name != ctx.name || other_uid) {
+        // Upstream tells the Service's slices by the reference's uid alone (R1.31): one
+        // naming the Service's uid under another name is still the Service's. Only without a
+        // known uid does the name stand in for it.
+        let other_service = match ctx.service_uid {
+            Some(uid) => owner.uid != uid,
+            None => owner.name != ctx.name,
+        };
+        if is_service && owner.controller == Some(true) && other_service {
             return Err(refuse(
                 Refusal::OtherService,
                 format!(
@@ -780,6 +786,35 @@ mod tests {
         let err = check(create(s), 100).unwrap_err();
         assert_eq!(err.reason, Refusal::OtherService);
         assert!(err.message.contains("ownerReferences[0]"), "{err}");
+    }
+
+    #[test]
+    fn the_owner_reference_uid_decides_not_its_name() {
+        // A stored slice whose reference names the Service's uid under an old name is the
+        // Service's (R1.31): its update, keeping that reference, is accepted as it is.
+        let renamed = |s: &mut EndpointSlice| {
+            s.metadata.owner_references.as_mut().unwrap()[0].name = "foo-renamed".into();
+        };
+        let mut old = slice(Some("foo-a"), "foo", MANAGED_BY, &["10.0.0.1"]);
+        renamed(&mut old);
+        let stored = [&old];
+        let mut update = slice(Some("foo-a"), "foo", MANAGED_BY, &["10.0.0.1", "10.0.0.2"]);
+        renamed(&mut update);
+        let changes = SliceChanges {
+            update: vec![update],
+            ..Default::default()
+        };
+        let plan = validate_slices(&context(&stored, 100), changes.clone()).unwrap();
+        let owners = plan.update[0].metadata.owner_references.as_ref().unwrap();
+        assert_eq!(owners[0].name, "foo-renamed");
+        assert_eq!(owners[0].uid, "svc-uid");
+        // Without the Service's uid the name is all there is to go by.
+        let unknown = SliceContext {
+            service_uid: None,
+            ..context(&stored, 100)
+        };
+        let err = validate_slices(&unknown, changes).unwrap_err();
+        assert_eq!(err.reason, Refusal::OtherService);
     }
 
     #[test]

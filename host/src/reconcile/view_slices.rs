@@ -186,9 +186,29 @@ pub fn slice(
     }
 }
 
+/// Whether `e` has a field the contract does not carry: `deprecatedTopology` or
+/// `targetRef.resourceVersion` (empty reads as absent). Upstream keeps both where it copies a
+/// stored endpoint into a write, so the host sends such an endpoint in full, never as its pod:
+/// a `given` endpoint coming back in that slice's update is then the stored one carried over
+/// ([`carry_over`]), while the pod form stays what a freshly built endpoint uses.
+fn has_uncarried_fields(e: &discovery::Endpoint) -> bool {
+    e.deprecated_topology
+        .as_ref()
+        .is_some_and(|t| !t.is_empty())
+        || e.target_ref
+            .as_ref()
+            .and_then(|r| r.resource_version.as_deref())
+            .is_some_and(|v| !v.is_empty())
+}
+
 fn endpoint(e: &discovery::Endpoint, pods: &RequestPods<'_>) -> model::Endpoint {
     let conditions = e.conditions.as_ref();
-    let source = match pods.pod_ip(e) {
+    let pod_ip = if has_uncarried_fields(e) {
+        None
+    } else {
+        pods.pod_ip(e)
+    };
+    let source = match pod_ip {
         Some(at) => model::EndpointSource::Pod(at),
         None => model::EndpointSource::Given(model::EndpointLocation {
             addresses: e.addresses.clone(),
@@ -236,8 +256,15 @@ pub fn slice_object(
     // Sized once: an endpoint object is some 350 bytes, and collecting through a `Result`
     // grows the vector from nothing, copying them at every doubling.
     let mut endpoints = Vec::with_capacity(s.endpoints.len());
+    let mut given = Vec::new();
     for (i, e) in s.endpoints.into_iter().enumerate() {
+        if matches!(e.source, model::EndpointSource::Given(_)) {
+            given.push(i);
+        }
         endpoints.push(endpoint_object(e, pods).map_err(|e| format!("endpoints[{i}]: {e}"))?);
+    }
+    if let Some(stored) = stored {
+        carry_over(stored, &given, &mut endpoints);
     }
     let mut metadata: ObjectMeta = stored.map(|o| o.metadata.clone()).unwrap_or_default();
     metadata.namespace = non_empty(s.namespace);
@@ -275,6 +302,58 @@ pub fn slice_object(
                 .collect()
         }),
     })
+}
+
+/// Gives each endpoint of `endpoints` at the indices `given` (those the guest returned in full)
+/// that reads as an endpoint of `stored` carrying [`has_uncarried_fields`] (the same
+/// addresses, `targetRef` but for its resourceVersion, `nodeName` and zone) that endpoint's
+/// `deprecatedTopology` and `targetRef.resourceVersion`: it is the stored endpoint carried
+/// over, as upstream copies it (R4.13b, a labels-only update, a hint update). A pod-form
+/// endpoint is one built afresh (R4.8a) and gets neither, as upstream's desired endpoint has
+/// neither.
+fn carry_over(
+    stored: &discovery::EndpointSlice,
+    given: &[usize],
+    endpoints: &mut [discovery::Endpoint],
+) {
+    // By first address: a slice of such endpoints need not be scanned once per endpoint.
+    let mut carriers: HashMap<&str, Vec<&discovery::Endpoint>> = HashMap::new();
+    for e in stored.endpoints.iter().flatten() {
+        if has_uncarried_fields(e) {
+            let first = e.addresses.first().map_or("", String::as_str);
+            carriers.entry(first).or_default().push(e);
+        }
+    }
+    if carriers.is_empty() {
+        return;
+    }
+    let reads_as = |a: &discovery::Endpoint, b: &discovery::Endpoint| {
+        a.addresses == b.addresses
+            && a.node_name == b.node_name
+            && a.zone == b.zone
+            && a.target_ref.as_ref().map(reference_view)
+                == b.target_ref.as_ref().map(reference_view)
+    };
+    for &i in given {
+        let Some(endpoint) = endpoints.get_mut(i) else {
+            continue;
+        };
+        let first = endpoint.addresses.first().map_or("", String::as_str);
+        let Some(old) = carriers
+            .get(first)
+            .and_then(|olds| olds.iter().find(|old| reads_as(old, endpoint)))
+        else {
+            continue;
+        };
+        endpoint.deprecated_topology = old.deprecated_topology.clone();
+        let version = old
+            .target_ref
+            .as_ref()
+            .and_then(|r| r.resource_version.clone());
+        if let Some(r) = endpoint.target_ref.as_mut() {
+            r.resource_version = version;
+        }
+    }
 }
 
 fn endpoint_object(e: model::Endpoint, pods: &[model::Pod]) -> Result<discovery::Endpoint, String> {
@@ -548,5 +627,50 @@ mod tests {
         .unwrap();
         let view = slice(&object, "ns", &RequestPods::new(&[]));
         assert_eq!(slice_object(view, None, &[]), Ok(object));
+    }
+
+    #[test]
+    fn a_stored_endpoint_carried_over_keeps_the_fields_the_contract_lacks() {
+        let pods = [
+            request_pod("a", "node-1", &["10.0.0.1"], None),
+            request_pod("b", "node-1", &["10.0.0.2"], None),
+        ];
+        let own = |name: &str, ip: &str| {
+            serde_json::json!({"addresses": [ip],
+                "conditions": {"ready": true, "serving": true, "terminating": false},
+                "nodeName": "node-1",
+                "targetRef": {"kind": "Pod", "namespace": "ns", "name": name,
+                    "uid": format!("{name}-uid")}})
+        };
+        let mut old_a = own("a", "10.0.0.1");
+        old_a["deprecatedTopology"] = serde_json::json!({"kubernetes.io/hostname": "node-1"});
+        old_a["targetRef"]["resourceVersion"] = serde_json::json!("41");
+        let stored: discovery::EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-abc", "namespace": "ns", "resourceVersion": "7"},
+            "addressType": "IPv4",
+            "endpoints": [old_a, own("b", "10.0.0.2")],
+        }))
+        .unwrap();
+        let view = slice(&stored, "ns", &RequestPods::new(&pods));
+        // Sent in full despite matching pod a; b, without such fields, names its pod.
+        assert!(matches!(
+            view.endpoints[0].source,
+            model::EndpointSource::Given(_)
+        ));
+        assert!(matches!(
+            view.endpoints[1].source,
+            model::EndpointSource::Pod(_)
+        ));
+        // Carried over as sent (a copy of the slice, as R4.13b and a labels-only update
+        // make): the written slice is the stored one.
+        let written = slice_object(view.clone(), Some(&stored), &pods).unwrap();
+        assert_eq!(written.endpoints, stored.endpoints);
+        // Rebuilt from its pod (R4.8a's desired endpoint): neither field.
+        let mut rebuilt = view;
+        rebuilt.endpoints[0].source = model::EndpointSource::Pod(model::PodIp { pod: 0, ip: 0 });
+        let written = slice_object(rebuilt, Some(&stored), &pods).unwrap();
+        let a = &written.endpoints.as_ref().unwrap()[0];
+        assert_eq!(a.deprecated_topology, None);
+        assert_eq!(a.target_ref.as_ref().unwrap().resource_version, None);
     }
 }

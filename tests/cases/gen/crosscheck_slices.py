@@ -376,11 +376,11 @@ def canonical(value):
     return json.dumps(value, sort_keys=True)
 
 
-def endpoint_form(e, with_hints=True):
-    """An endpoint as the runner compares it: no targetRef.resourceVersion, no
-    deprecatedTopology, hints only when compared."""
-    e = {k: v for k, v in e.items() if v is not None and k != "deprecatedTopology"}
-    if "targetRef" in e:
+def endpoint_form(e, with_hints=True, all_fields=False):
+    """An endpoint as the runner compares it: hints only when compared, targetRef.resourceVersion
+    and deprecatedTopology only with all_fields."""
+    e = {k: v for k, v in e.items() if v is not None and (all_fields or k != "deprecatedTopology")}
+    if "targetRef" in e and not all_fields:
         e["targetRef"] = {k: v for k, v in e["targetRef"].items() if k != "resourceVersion"}
     if not with_hints:
         e.pop("hints", None)
@@ -400,7 +400,8 @@ def slice_form(s, want):
     form = {"addressType": s["addressType"],
             "ports": sorted(canonical(p) for p in s.get("ports") or []),
             "endpoints": (len(endpoints) if "endpointCount" in want
-                          else sorted(endpoint_form(e, with_hints) for e in endpoints))}
+                          else sorted(endpoint_form(e, with_hints, want.get("compareAllFields", False))
+                                      for e in endpoints))}
     if "name" in want:
         form["name"] = created_name(m.get("name"))
     for key in ("labels", "annotations"):
@@ -424,7 +425,7 @@ def compare_slices(expected, actual):
     """A multiset match, the most specific expectations first (as the runner matches)."""
     def specific(w):
         return sum(("name" in w, "labels" in w, "annotations" in w, "ownerReferences" in w,
-                    "endpointCount" not in w, w.get("compareHints", True)))
+                    "endpointCount" not in w, w.get("compareHints", True), w.get("compareAllFields", False)))
     unmatched = list(actual)
     missing = []
     for want in sorted(expected, key=specific, reverse=True):
@@ -463,7 +464,7 @@ def compare_events(expected, actual):
 
 EXPECT_KEYS = {"creates", "updates", "deletes", "errors", "slices", "allEndpoints", "events",
                "zoneHints", "crossZoneHints"}
-SLICE_KEYS = {"name", "addressType", "ports", "endpoints", "endpointCount", "compareHints", "labels",
+SLICE_KEYS = {"name", "addressType", "ports", "endpoints", "endpointCount", "compareHints", "compareAllFields", "labels",
               "annotations", "ownerReferences"}
 ADDRESS_TYPES = ("IPv4", "IPv6", "FQDN", "IP")
 

@@ -2,7 +2,7 @@
 """Writes tests/cases/slices/*.yaml: golden cases for the EndpointSlice output.
 
 Each case is one reconcile of one Service from a scenario of docs/upstream-endpointslices.md
-(S01-S73, S77-S91; S74-S76 and S92-S98 are controller behaviour and live in host tests). The
+(S01-S73, S77-S91, S99; S74-S76 and S92-S98 are controller behaviour and live in host tests). The
 inputs follow the scenario conventions of that document: namespace `ns`, Service `foo` (uid
 `ns-foo`, selector app=foo, ipFamilies [IPv4], clusterIP 10.0.0.10, port http 80 -> 8080/TCP),
 pods `podN` (uid `uid-N`, node `node-1`, IP 10.1.0.N, Ready, Running), Node `node-1` without a
@@ -617,6 +617,36 @@ case("s59-headless-stored-without-ports-no-write", "S59 its stored slice with po
      svc=headless_no_ports, pods=[pod(1)],
      slices=[stored("foo-a", [endpoint(1)], ports=None, labels=HEADLESS_LABELS)])
 
+# Fields the controller never sets, on a stored endpoint: upstream keeps them wherever it copies
+# the stored endpoint into a write, and drops them where the desired endpoint replaces it.
+def legacy(e):
+    e = copy.deepcopy(e)
+    e["deprecatedTopology"] = {"kubernetes.io/hostname": "node-1"}
+    e["targetRef"]["resourceVersion"] = "41"
+    return e
+
+
+case("rule-r4-13-carried-endpoint-keeps-fields-the-controller-never-sets",
+     "R4.13 a stored endpoint carried into an update keeps deprecatedTopology and targetRef.resourceVersion",
+     """R4.8a, R4.10: pod1's stored endpoint equals the desired one (resourceVersion and
+     deprecatedTopology are not compared) -> foo-a unchanged; pod2 remains and foo-a takes it
+     (R4.13a); R4.13b: foo-a is copied, so pod1's endpoint is written as stored, both fields
+     included, and pod2's as built (neither field, R2.15, R2.20).""",
+     writes(0, 1, 0, [want([legacy(endpoint(1)), endpoint(2)], name="foo-a", compareAllFields=True)]),
+     pods=[pod(1), pod(2)], slices=[stored("foo-a", [legacy(endpoint(1))])])
+case("rule-r4-26-labels-only-update-keeps-fields-the-controller-never-sets",
+     "R4.26 a labels-only update keeps the endpoints' deprecatedTopology and targetRef.resourceVersion",
+     """R4.8: pod1's endpoint is up to date (R4.10), only the labels differ (R4.26) -> U1 with the new
+     labels and the endpoints untouched: both fields stay.""",
+     writes(0, 1, 0, [want([legacy(endpoint(1))], name="foo-a", labels={**MANAGED, "foo": "bar"}, compareAllFields=True)]),
+     svc=service(labels={"foo": "bar"}), pods=[pod(1)], slices=[stored("foo-a", [legacy(endpoint(1))])])
+case("rule-r4-8a-desired-endpoint-drops-fields-the-controller-never-sets",
+     "R4.8a a slice rewritten for another endpoint drops deprecatedTopology and targetRef.resourceVersion",
+     """R4.8a: pod2 turned not ready, so foo-a changes; every kept endpoint is the desired version,
+     pod1's too, which the controller builds without either field (R2.15, R2.20) -> U1 without them.""",
+     writes(0, 1, 0, [want([endpoint(1), endpoint(2, ready=False)], name="foo-a", compareAllFields=True)]),
+     pods=[pod(1), pod(2, ready=False)], slices=[stored("foo-a", [legacy(endpoint(1)), legacy(endpoint(2))])])
+
 # =============================================================================================
 # 11F. Labels, ownership, foreign slices, lifecycle
 
@@ -652,6 +682,15 @@ case("s64-slice-of-an-older-service", "S64 a slice owned by an older Service of 
      pod needs a new slice (C1).""",
      writes(1, 0, 1, [want([endpoint(1)], ownerReferences=OWNER)]),
      pods=[pod(1)], slices=[stored("foo-old", [endpoint(1)], owner=[dict(OWNER[0], uid="different")])])
+RENAMED_OWNER = [dict(OWNER[0], name="foo-renamed")]
+case("s99-uid-owned-under-another-name", "S99 a slice whose ownerReference has the Service's uid under another name is owned",
+     """R1.31: owned by uid, kind and apiVersion; the reference's name is not compared. So foo-a is
+     owned: pod1's endpoint is up to date (R4.8a, R4.10), its labels equal (R4.26) -> unchanged;
+     pod2 remains, fewer than 100, and foo-a takes it with room to spare (R4.13a) -> a copy of
+     foo-a with pod2 appended (R4.13b): U1, its metadata (the renamed reference) as stored.""",
+     writes(0, 1, 0, [want([endpoint(1), endpoint(2)], name="foo-a", labels=MANAGED,
+                           ownerReferences=RENAMED_OWNER)]),
+     pods=[pod(1), pod(2)], slices=[stored("foo-a", [endpoint(1)], owner=RENAMED_OWNER)])
 FOREIGN = [stored("foo-x", [endpoint(9)], labels={SERVICE_NAME: "foo", MANAGED_BY: "other-controller"}),
            stored("foo-y", [endpoint(8)], labels={SERVICE_NAME: "foo"})]
 case("s65-foreign-slices-untouched", "S65 slices of another manager, or of none, are never touched",

@@ -123,7 +123,10 @@ func stripRef(ref *corev1.ObjectReference) *corev1.ObjectReference {
 	if ref == nil {
 		return nil
 	}
-	return &corev1.ObjectReference{Kind: ref.Kind, Name: ref.Name, APIVersion: ref.APIVersion, FieldPath: ref.FieldPath}
+	// resourceVersion stays: neither controller sets it, so where it is set, a scenario stored
+	// it, the same in both namespaces.
+	return &corev1.ObjectReference{Kind: ref.Kind, Name: ref.Name, APIVersion: ref.APIVersion, FieldPath: ref.FieldPath,
+		ResourceVersion: ref.ResourceVersion}
 }
 
 func stripAddresses(in []corev1.EndpointAddress) []corev1.EndpointAddress {
@@ -256,8 +259,9 @@ func compareStates(upstream, weir state, unsized func(key string) bool) (diffs [
 			diffs = append(diffs, difference{what: fmt.Sprintf("Endpoints %s: only upstream wrote it: %s", name, jsonOf(u))})
 		case jsonOf(u) == jsonOf(w):
 		case jsonOf(canonicalEndpoints(u)) == jsonOf(canonicalEndpoints(w)):
-			// The same subsets in another order: upstream orders them by a hash, weir by
-			// address (D1).
+			// The same subsets, or addresses, in another order: upstream orders subsets by a
+			// hash of their content, uids included, so the two namespaces' orders differ
+			// anyway; weir orders them by ports and address (D1).
 			diffs = append(diffs, difference{deviation: "D1", what: fmt.Sprintf("Endpoints %s: same content in another order", name)})
 		default:
 			diffs = append(diffs, difference{endpoints: name, upstreamHandEdited: u.Labels[handEditLabel] != "", weirHandEdited: w.Labels[handEditLabel] != "",
@@ -280,7 +284,9 @@ func compareStates(upstream, weir state, unsized func(key string) bool) (diffs [
 	return diffs, regrouped
 }
 
-// canonicalEndpoints sorts subsets and everything in them, for an order-free comparison.
+// canonicalEndpoints sorts subsets and the addresses in them, for a comparison free of their
+// order. A subset's ports keep theirs: upstream orders them by a hash of each port alone
+// (upstream-behaviour.md §10.3), the same in both namespaces, and weir reproduces it.
 func canonicalEndpoints(e endpointsShape) endpointsShape {
 	out := e
 	out.Subsets = nil
@@ -288,7 +294,6 @@ func canonicalEndpoints(e endpointsShape) endpointsShape {
 		s := *subset.DeepCopy()
 		sort.Slice(s.Addresses, func(i, j int) bool { return jsonOf(s.Addresses[i]) < jsonOf(s.Addresses[j]) })
 		sort.Slice(s.NotReadyAddresses, func(i, j int) bool { return jsonOf(s.NotReadyAddresses[i]) < jsonOf(s.NotReadyAddresses[j]) })
-		sort.Slice(s.Ports, func(i, j int) bool { return jsonOf(s.Ports[i]) < jsonOf(s.Ports[j]) })
 		out.Subsets = append(out.Subsets, s)
 	}
 	sort.Slice(out.Subsets, func(i, j int) bool { return jsonOf(out.Subsets[i]) < jsonOf(out.Subsets[j]) })

@@ -596,3 +596,29 @@ func TestHintOrderWritesFollowOnlyADivergence(t *testing.T) {
 		t.Fatal("sawArbitraryHints")
 	}
 }
+
+// Subsets and addresses in another order are D1; a subset's ports in another order are a
+// difference, since both sides order them by upstream's hash of each port.
+func TestEndpointsPortOrderCountsAndSubsetOrderIsD1(t *testing.T) {
+	subset := func(ip string, ports ...string) corev1.EndpointSubset {
+		s := corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{{IP: ip}}}
+		for i, name := range ports {
+			s.Ports = append(s.Ports, corev1.EndpointPort{Name: name, Port: int32(8080 + i), Protocol: corev1.ProtocolTCP})
+		}
+		return s
+	}
+	endpoints := func(subsets ...corev1.EndpointSubset) state {
+		return stateOf([]corev1.Endpoints{{ObjectMeta: metav1.ObjectMeta{Name: "svc"}, Subsets: subsets}}, nil)
+	}
+	upstream := endpoints(subset("10.0.0.1", "a", "b"), subset("10.0.0.2", "c"))
+	diffs, _ := compareStates(upstream, endpoints(subset("10.0.0.2", "c"), subset("10.0.0.1", "a", "b")), sized)
+	if len(diffs) != 1 || diffs[0].deviation != "D1" {
+		t.Errorf("subsets in another order: %+v, want D1", diffs)
+	}
+	swapped := subset("10.0.0.1", "a", "b")
+	swapped.Ports[0], swapped.Ports[1] = swapped.Ports[1], swapped.Ports[0]
+	diffs, _ = compareStates(upstream, endpoints(swapped, subset("10.0.0.2", "c")), sized)
+	if len(diffs) != 1 || diffs[0].deviation != "" {
+		t.Errorf("ports in another order: %+v, want one unexplained difference", diffs)
+	}
+}

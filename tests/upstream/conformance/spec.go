@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// The scenarios S01-S98 of docs/upstream-endpointslices.md §11, as the run's scenarios. Each
+// The scenarios S01-S101 of docs/upstream-endpointslices.md §11, as the run's scenarios. Each
 // stores its state before both controllers start (startLate), so that their first sync sees the
 // state the scenario states, and then applies its changes as steps. The run compares weir with
 // upstream, not with the spec's expected writes: the spec is the scenario's input, upstream's
@@ -188,9 +188,10 @@ type specCase struct {
 // batch periods), their names: each is built by the case's build with b.s.variant set, and its name
 // is part of its namespaces' names.
 var specVariants = map[string][]string{
-	"S33": {"max-50", "max-80", "max-150", "max-250", "max-500"},
-	"S90": {"node-without-zone", "node-without-cpu", "control-plane-node-without-zone"},
-	"S98": {"period-1s", "period-1s-late-add", "period-0"},
+	"S33":  {"max-50", "max-80", "max-150", "max-250", "max-500"},
+	"S90":  {"node-without-zone", "node-without-cpu", "control-plane-node-without-zone"},
+	"S98":  {"period-1s", "period-1s-late-add", "period-0"},
+	"S101": {"carried", "rewritten"},
 }
 
 // selectSpec returns the spec scenarios that selection names: "all", ids separated by commas,
@@ -217,7 +218,7 @@ func selectSpec(selection string) ([]*scenario, error) {
 		if reason, ok := notExpressible[id]; ok {
 			return nil, fmt.Errorf("%s is not expressible on a real cluster: %s", id, reason)
 		}
-		return nil, fmt.Errorf("no scenario %q (the ids are S01-S98)", id)
+		return nil, fmt.Errorf("no scenario %q (the ids are S01-S101)", id)
 	}
 	return out, nil
 }

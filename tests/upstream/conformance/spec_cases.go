@@ -512,6 +512,52 @@ var specCases = []specCase{
 		b.s.tuning.batchPeriod = v.period
 		b.step(step{kind: stepAddPodsSpaced, name: "foo", pods: b.later(len(v.offsets), nil), offsets: v.offsets})
 	}},
+	// The stored slice's ownerReference names the Service's uid under another name.
+	{"S99", func(b *specBuilder) {
+		b.service("foo")
+		b.pods(2, nil)
+		b.store(storedSlice{service: "foo", pods: podNames(0, 1), edit: func(s *discoveryv1.EndpointSlice) {
+			s.OwnerReferences[0].Name = "foo-renamed"
+		}})
+	}},
+	// Ports named and unnamed in the container, target ports by name and by number, the three
+	// protocols, one with an appProtocol: every pod serves all six, so the Endpoints have one
+	// subset, whose port order the run compares (compareStates keeps it).
+	{"S100", func(b *specBuilder) {
+		b.service("foo", func(svc *corev1.Service) {
+			h2c := "kubernetes.io/h2c"
+			svc.Spec.Ports = []corev1.ServicePort{
+				{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
+				{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", Port: 9090, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP},
+				{Name: "dns", Port: 53, TargetPort: intstr.FromInt32(5353), Protocol: corev1.ProtocolUDP},
+				{Name: "sctp", Port: 3456, TargetPort: intstr.FromInt32(3456), Protocol: corev1.ProtocolSCTP},
+				{Name: "grpc", Port: 9000, TargetPort: intstr.FromInt32(9000), Protocol: corev1.ProtocolTCP, AppProtocol: &h2c},
+			}
+		})
+		b.pods(3, func(_ int, p *podState) {
+			containerPorts(corev1.ContainerPort{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+				corev1.ContainerPort{Name: "metrics", ContainerPort: 9091, Protocol: corev1.ProtocolTCP})(p)
+		})
+	}},
+	// The stored endpoint of pod0 carries deprecatedTopology and a targetRef.resourceVersion,
+	// which neither controller sets: carried (pod1 new, so the slice is copied and takes it) or
+	// rewritten (pod1's stored endpoint is out of date, so every kept endpoint is the desired one).
+	{"S101", func(b *specBuilder) {
+		b.service("foo")
+		rewritten := b.s.variant == "rewritten"
+		b.pods(2, func(i int, p *podState) { setReady(i == 0 || !rewritten)(p) })
+		stored := podNames(0, 1)
+		if rewritten {
+			stored = podNames(0, 2)
+		}
+		b.store(storedSlice{service: "foo", pods: stored, edit: func(s *discoveryv1.EndpointSlice) {
+			allReady(s)
+			e := &s.Endpoints[0]
+			e.DeprecatedTopology = map[string]string{corev1.LabelHostname: "node-nozone"}
+			e.TargetRef.ResourceVersion = "41"
+		}})
+	}},
 }
 
 // s33Maxima are S33's maxima per variant.

@@ -435,7 +435,8 @@ declare module 'weir:endpoints/types@0.2.0' {
      */
     addresses: Array<string>,
     /**
-     * `targetRef`; `resourceVersion` is not carried (it is never compared, R4.10).
+     * `targetRef`; `resourceVersion` is not carried (it is never compared, R4.10; see
+     * `endpoint` for how the host keeps it).
      */
     targetRef?: ObjectReference,
     /**
@@ -460,8 +461,9 @@ declare module 'weir:endpoints/types@0.2.0' {
    * that one address; `targetRef` is kind `Pod` with the pod's namespace, name and uid
    * (no apiVersion or fieldPath); `nodeName` is the pod's `node-name`, absent when
    * empty; `zone` is the pod's `zone`. The host sends a stored endpoint this way
-   * exactly when all four fields match; a guest may return any endpoint this way, and
-   * an index out of range refuses the decision.
+   * exactly when all four fields match and it has neither `deprecatedTopology` nor a
+   * `targetRef.resourceVersion`; a guest may return any endpoint this way, and an index
+   * out of range refuses the decision.
    */
   export interface EndpointSourcePod {
     tag: 'pod',
@@ -476,8 +478,12 @@ declare module 'weir:endpoints/types@0.2.0' {
     val: EndpointLocation,
   }
   /**
-   * A discovery.k8s.io/v1 Endpoint. `deprecatedTopology` is not carried: the controller
-   * never reads or writes it, and a rewritten slice drops it (R2.20, R4.8a).
+   * A discovery.k8s.io/v1 Endpoint. `deprecatedTopology` and `targetRef.resourceVersion`
+   * are not carried: the controller never reads them or sets them (R2.15, R2.20). A stored
+   * endpoint with either is sent as `given`; a `given` endpoint in an update that reads as
+   * one of them (the same four fields of `endpoint-location`) is that endpoint carried over,
+   * and the host writes it with both fields as stored. Any other endpoint is written without
+   * them, as the desired endpoint that replaces a stored one is (R4.8a).
    */
   export interface Endpoint {
     /**

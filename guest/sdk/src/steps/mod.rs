@@ -5,6 +5,7 @@ pub mod address;
 pub mod capacity;
 pub mod decide;
 pub mod pack;
+pub mod port_order;
 pub mod ports;
 pub mod select;
 pub mod slices;

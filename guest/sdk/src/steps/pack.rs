@@ -3,6 +3,7 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
+use super::port_order;
 use crate::types::{EndpointAddress, EndpointPort, EndpointSubset};
 
 /// One (address, port) pair before packing into subsets.
@@ -43,7 +44,7 @@ fn ip_prefix(ip: &str) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
-/// A sortable form of a port, used to order ports and subsets deterministically.
+/// A sortable form of a port, used to order subsets deterministically.
 pub fn port_key(port: &EndpointPort) -> (&str, i32, &str, Option<&str>) {
     (
         &port.name,
@@ -152,7 +153,7 @@ pub fn repack(mut entries: Vec<Entry>) -> Vec<EndpointSubset> {
                 .iter()
                 .filter_map(|&r| entries[runs[r].port_entry].port.take())
                 .collect();
-            ports.sort_by(|a, b| port_key(a).cmp(&port_key(b)));
+            port_order::sort_ports(&mut ports);
             // The addresses of the port listed first, as packing one entry at a time keeps.
             let source = group
                 .iter()
@@ -274,7 +275,7 @@ mod tests {
         let mut subsets: Vec<EndpointSubset> = groups
             .into_iter()
             .map(|(_, members, mut ports)| {
-                ports.sort_by(|a, b| port_key(a).cmp(&port_key(b)));
+                port_order::sort_ports(&mut ports);
                 let (ready, not_ready): (Vec<_>, Vec<_>) =
                     members.into_values().partition(|(_, r)| *r);
                 EndpointSubset {
@@ -341,6 +342,29 @@ mod tests {
         ]);
         assert_eq!(merged.len(), 1);
         assert_eq!(merged[0].ports.len(), 2);
+    }
+
+    #[test]
+    fn a_subsets_ports_are_in_upstreams_hash_order() {
+        // Upstream's SortSubsets puts these three in this order (the first subset of
+        // testdata/port-order.json, made by upstream's code, lists them so).
+        let want = [
+            port("http", 8080),
+            port("metrics", 9090),
+            port("https", 8443),
+        ];
+        for input in [
+            [&want[2], &want[1], &want[0]],
+            [&want[1], &want[2], &want[0]],
+        ] {
+            let entries = input
+                .iter()
+                .map(|&p| entry("10.0.0.1", "a", true, Some(p.clone())))
+                .collect();
+            let subsets = repack(entries);
+            assert_eq!(subsets.len(), 1);
+            assert_eq!(subsets[0].ports, want);
+        }
     }
 
     #[test]
