@@ -127,8 +127,9 @@ declare module 'weir:hooks/policy@0.2.0' {
   /**
    * The request's pods, in request order, one column per field of
    * `weir:endpoints/types.pod` (see there for each field's meaning). Every pod is in the
-   * Service's namespace. `names`, `labels` and `annotations` have one entry per pod; every
-   * other column has one entry per pod when `reads.fields` names it, and none otherwise.
+   * Service's namespace. `names` has one entry per pod; `labels` and `annotations` one per
+   * pod unless `reads` names no key of them (`some([])`), and then none; every other column
+   * has one entry per pod when `reads.fields` names it, and none otherwise.
    */
   export interface Pods {
     /**
