@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,8 +21,9 @@ fn which(program: &str) -> Option<PathBuf> {
     })
 }
 
-/// A directory for PATH holding links to the real programs the script and its checks use,
-/// except those in `leave_out`.
+/// A directory for PATH holding the programs the script and its checks use, except those in
+/// `leave_out`: each a small script that runs the real one with this process's PATH (a version
+/// manager's shim finds its own tools only there).
 fn bin_dir(name: &str, leave_out: &[&str]) -> PathBuf {
     let dir = support::scratch_dir(name);
     for program in [
@@ -33,16 +34,25 @@ fn bin_dir(name: &str, leave_out: &[&str]) -> PathBuf {
             continue;
         }
         if let Some(real) = which(program) {
-            symlink(real, dir.join(program)).unwrap();
+            let path = std::env::var("PATH").unwrap_or_default();
+            write_script(
+                &dir,
+                program,
+                &format!("PATH='{path}' exec '{}' \"$@\"", real.display()),
+            );
         }
     }
     dir
 }
 
-fn fake(dir: &Path, program: &str, prints: &str) {
+fn write_script(dir: &Path, program: &str, body: &str) {
     let path = dir.join(program);
-    std::fs::write(&path, format!("#!/bin/sh\necho '{prints}'\n")).unwrap();
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn fake(dir: &Path, program: &str, prints: &str) {
+    write_script(dir, program, &format!("echo '{prints}'"));
 }
 
 fn run(path: &Path) -> (Option<i32>, String) {
