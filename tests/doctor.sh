@@ -75,11 +75,13 @@ tool componentize-py componentize-py --version
 tool hadolint hadolint --version
 tool kubernetes-validate kubernetes-validate --version
 tool PyYAML python3 -c 'import yaml; print(yaml.__version__)'
-tool cosign sh -c 'cosign version | sed -n "s/^GitVersion: *//p"'
+cosign_version() { cosign version 2>/dev/null | sed -n 's/^GitVersion: *//p'; }
+tool cosign cosign_version
 tool promtool promtool --version
 tool tmux tmux -V
 tool docker-registry docker-registry --version
-tool "guest/js npm packages" sh -c "test -d '$repo/guest/js/node_modules' && echo installed"
+js_packages() { test -d "$repo/guest/js/node_modules" && echo installed; }
+tool "guest/js npm packages" js_packages
 
 echo
 if [ "$missing" = 0 ]; then

@@ -86,6 +86,7 @@ fn names_a_missing_and_an_old_prerequisite_with_how_to_get_it() {
     // The tools are not installed there: named, with the command that installs them, and not
     // a reason to fail on their own.
     assert!(line("absent", "cosign"), "{out}");
+    assert!(line("absent", "kubectl"), "{out}");
     assert!(
         out.contains("a prerequisite is missing or too old"),
         "{out}"
