@@ -108,11 +108,8 @@ fn endpoints_ips(ep: &Endpoints) -> (HashSet<String>, HashSet<String>) {
 /// The Service key of a slice (its service-name label) and the IPs it lists as ready and as
 /// not ready.
 fn slice_ips(slice: &EndpointSlice) -> (String, HashSet<String>, HashSet<String>) {
-    let service = weir::controller::slice_tracker::label(
-        slice,
-        weir::controller::slice_tracker::LABEL_SERVICE_NAME,
-    )
-    .unwrap_or("");
+    let service =
+        weir::model::labels::label(slice, weir::model::labels::LABEL_SERVICE_NAME).unwrap_or("");
     let key = format!(
         "{}/{service}",
         slice.metadata.namespace.as_deref().unwrap_or("")

@@ -143,11 +143,10 @@ async fn guest(State(admin): State<Admin>) -> impl IntoResponse {
     };
     // Whether the EndpointSlices asked for are being rendered: a 0.1.0 guest cannot.
     let g = admin.handle.guest.current();
-    let asked = admin.handle.syncer.outputs.endpoint_slices;
+    let asked = admin.handle.outputs.endpoint_slices;
     body["active"]["world"] = serde_json::json!(g.world().package());
     body["shadow"] = admin
         .handle
-        .syncer
         .shadow
         .as_ref()
         .map_or(serde_json::Value::Null, |s| s.info());

@@ -221,6 +221,27 @@ where
     }
 }
 
+/// Whether a watch error means the server does not know weir's resourceVersion: `410 Gone`
+/// (expired, compacted) or `504` "Too large resource version" (the server's history is
+/// behind it, as after an etcd restore). Both need a fresh list.
+pub fn needs_relist(error: &kube::runtime::watcher::Error) -> bool {
+    let status = match error {
+        kube::runtime::watcher::Error::WatchError(status) => status.as_ref(),
+        kube::runtime::watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | kube::runtime::watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | kube::runtime::watcher::Error::WatchFailed(kube::Error::Api(status)) => status.as_ref(),
+        _ => return false,
+    };
+    let too_large = status.code == 504
+        && (status.message.contains("Too large resource version")
+            || status.details.as_ref().is_some_and(|d| {
+                d.causes
+                    .iter()
+                    .any(|c| c.reason == "ResourceVersionTooLarge")
+            }));
+    status.code == 410 || too_large
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +294,38 @@ mod tests {
         }
         let err = RateLimitLayer::new(ApiRate { qps: 1.0, burst: 0 }).unwrap_err();
         assert!(err.to_string().contains("--kube-api-burst"));
+    }
+
+    fn status(code: u16, message: &str) -> Box<kube::core::Status> {
+        Box::new(kube::core::Status {
+            code,
+            message: message.into(),
+            ..kube::core::Status::default()
+        })
+    }
+
+    #[test]
+    fn gone_and_too_large_resource_versions_need_a_relist() {
+        let start = |s| kube::runtime::watcher::Error::WatchStartFailed(kube::Error::Api(s));
+        assert!(needs_relist(&start(status(
+            410,
+            "too old resource version: 5 (9)"
+        ))));
+        assert!(needs_relist(&kube::runtime::watcher::Error::WatchError(
+            status(410, "gone")
+        )));
+        assert!(needs_relist(&start(status(
+            504,
+            "Timeout: Too large resource version: 900, current: 12"
+        ))));
+        assert!(!needs_relist(&start(status(
+            504,
+            "Timeout: request did not complete"
+        ))));
+        assert!(!needs_relist(&start(status(500, "boom"))));
+        assert!(!needs_relist(&start(status(403, "forbidden"))));
+        assert!(!needs_relist(
+            &kube::runtime::watcher::Error::NoResourceVersion
+        ));
     }
 }

@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::informer::needs_relist;
+use crate::client::needs_relist;
 use crate::metrics::Metrics;
 
 /// Where this replica stands, as far as writing goes.

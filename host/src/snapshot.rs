@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::cases::{Case, CaseError};
+use crate::model;
 use crate::reconcile::view_slices::ZONE_LABEL;
 use crate::selector::{LabelSelector, labels_match, service_selects};
 use weir_policy::well_known::SERVICE_NAME_LABEL;
@@ -264,6 +265,28 @@ fn slim_meta(meta: &ObjectMeta) -> ObjectMeta {
     }
 }
 
+/// Every field of the guest's Pod, each with the Kubernetes fields [`slim_pod`] keeps for it
+/// (the reads of `reconcile::view::pod`). Without `..`: a field added to the contract fails to
+/// compile here until the case files keep what it is read from.
+const _: fn(&model::Pod) = |model::Pod {
+                                namespace: _,       // metadata.namespace
+                                name: _,            // metadata.name
+                                uid: _,             // metadata.uid
+                                labels: _,          // metadata.labels
+                                annotations: _,     // metadata.annotations
+                                node_name: _,       // spec.nodeName
+                                hostname: _,        // spec.hostname
+                                subdomain: _,       // spec.subdomain
+                                pod_ip: _,          // status.podIP
+                                pod_ips: _,         // status.podIPs
+                                phase: _,           // status.phase
+                                conditions: _,      // status.conditions
+                                terminating: _,     // metadata.deletionTimestamp
+                                node_exists: _,     // the case's Nodes
+                                zone: _,            // the case's Nodes
+                                container_ports: _, // (init) containers' name, ports, restartPolicy
+                            }| {};
+
 /// A pod as endpoint policy reads it (see `reconcile::view::pod`): names, labels,
 /// annotations, placement, container ports, phase, IPs and conditions.
 fn slim_pod(pod: &core::Pod) -> core::Pod {
@@ -334,5 +357,76 @@ fn slim_node(node: &core::Node) -> core::Node {
             }),
             ..core::NodeStatus::default()
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A pod with every field the guest's view reads set, and more besides.
+    fn full_pod() -> core::Pod {
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
+                "labels": {"app": "web"},
+                "annotations": {"drain": "true"},
+                "deletionTimestamp": "2024-01-01T00:00:00Z",
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                     "name": "rs", "uid": "u2"}],
+                "managedFields": [{"manager": "kubectl"}]
+            },
+            "spec": {
+                "nodeName": "node-1", "hostname": "h", "subdomain": "sub",
+                "serviceAccountName": "sa",
+                "containers": [{"name": "c", "image": "app:1",
+                                "ports": [{"name": "http", "containerPort": 8080,
+                                           "protocol": "TCP"}]}],
+                "initContainers": [
+                    {"name": "sidecar", "image": "s:1", "restartPolicy": "Always",
+                     "ports": [{"name": "metrics", "containerPort": 9090}]},
+                    {"name": "init", "image": "i:1",
+                     "ports": [{"name": "setup", "containerPort": 7070}]}
+                ]
+            },
+            "status": {
+                "phase": "Running", "podIP": "10.0.0.1",
+                "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}],
+                "hostIP": "192.168.0.1",
+                "conditions": [
+                    {"type": "Ready", "status": "True",
+                     "lastTransitionTime": "2024-01-01T00:00:00Z"},
+                    {"type": "example.com/gate", "status": "False"}
+                ]
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_slim_pod_reads_as_the_whole_pod_does() {
+        let pod = full_pod();
+        let slim = slim_pod(&pod);
+        let whole = crate::reconcile::view::pod(&pod);
+        assert_eq!(crate::reconcile::view::pod(&slim), whole);
+        // The fixture sets every field the view reads, so a field it misses fails above.
+        assert!(whole.pod_ip.is_some() && whole.pod_ips.len() == 2);
+        assert!(whole.terminating && whole.container_ports.len() == 2);
+        // What no policy reads stays out of case files.
+        assert!(slim.metadata.managed_fields.is_none());
+        assert!(slim.metadata.owner_references.is_none());
+        assert!(slim.spec.unwrap().service_account_name.is_none());
+        assert!(slim.status.unwrap().host_ip.is_none());
+    }
+
+    #[test]
+    fn kubectls_copy_of_the_object_is_left_out_of_case_files() {
+        let mut pod = full_pod();
+        let annotations = pod.metadata.annotations.get_or_insert_default();
+        annotations.insert(LAST_APPLIED.into(), "{}".into());
+        let slim = slim_pod(&pod);
+        let kept = slim.metadata.annotations.unwrap();
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["drain"]);
     }
 }

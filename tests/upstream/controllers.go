@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/endpoint"
 	"k8s.io/kubernetes/pkg/controller/endpointslice"
+
+	"weir/tests/upstream/internal/harness"
 )
 
 // kube-controller-manager's defaults for the two controllers (its --concurrent-endpoint-syncs,
@@ -33,9 +35,6 @@ const (
 	minMaxEndpointsPerSlice = 1
 	maxMaxEndpointsPerSlice = 1000
 )
-
-// syncedLine starts the line the controllers mode prints once its informers are synced.
-const syncedLine = "kube-harness: upstream endpoints and EndpointSlice controllers synced"
 
 // runControllers runs upstream's endpoints controller (pkg/controller/endpoint) and EndpointSlice
 // controller (pkg/controller/endpointslice) in this process until SIGTERM or SIGINT.
@@ -119,7 +118,7 @@ func runControllers(args []string) error {
 			return fmt.Errorf("the %v cache did not sync", informer)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%s (namespace %q)\n", syncedLine, *namespace)
+	fmt.Fprintf(os.Stderr, "%s (namespace %q)\n", harness.SyncedLine, *namespace)
 	<-ctx.Done()
 	running.Wait()
 	factory.Shutdown()

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"weir/tests/upstream/internal/procs"
 )
 
 // ports are the loopback ports of one harness directory, chosen by `up` and read by the
@@ -51,17 +52,6 @@ func readPorts(dir string) (ports, error) {
 	return p, nil
 }
 
-// freePort asks the kernel for a free loopback port. Another process can take it before the
-// server binds it; a start that fails that way fails `up` with the server's log.
-func freePort() (int, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port, nil
-}
-
 // up starts etcd and kube-apiserver as background processes of this binary and returns once
 // the API server's /readyz answers ok.
 func up(dir string) error {
@@ -76,7 +66,7 @@ func up(dir string) error {
 	var p ports
 	for _, port := range []*int{&p.EtcdClient, &p.EtcdPeer, &p.APIServer} {
 		var err error
-		if *port, err = freePort(); err != nil {
+		if *port, err = procs.FreePort(); err != nil {
 			return fmt.Errorf("finding a free port: %w", err)
 		}
 	}
@@ -161,7 +151,7 @@ func waitHealthy(dir, name string, process *os.Process, client *http.Client, url
 	defer ticker.Stop()
 	var last string
 	for {
-		if !alive(process.Pid) {
+		if !procs.Alive(process.Pid) {
 			return fmt.Errorf("%s exited during start; the end of %s:\n%s", name,
 				filepath.Join(dir, name+".log"), logTail(dir, name))
 		}
@@ -223,21 +213,10 @@ func readPID(dir, name string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(data)))
 }
 
-// alive reports whether pid names a process that has not exited (a zombie has exited).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses and may contain spaces.
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
-}
-
 // ownProcess reports whether pid is still a kube-harness server of dir, so that `down` never
 // signals an unrelated process that reused a recorded PID.
 func ownProcess(pid int, dir string) bool {
-	if !alive(pid) {
+	if !procs.Alive(pid) {
 		return false
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -279,6 +258,8 @@ func down(dir string) error {
 	return nil
 }
 
+// stop sends pid SIGTERM, then SIGKILL after stopGrace. The servers are children of the `up`
+// that started them, not of this `down`, so it polls their exit rather than reaping them.
 func stop(pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
@@ -298,10 +279,10 @@ func stop(pid int) error {
 func waitExit(pid int, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if !alive(pid) {
+		if !procs.Alive(pid) {
 			return true
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return !alive(pid)
+	return !procs.Alive(pid)
 }

@@ -12,6 +12,7 @@ use crate::library;
 use crate::parse;
 use crate::plan::Plan;
 use crate::projection::Projections;
+use crate::variable::Variable;
 
 /// The objects built with only the fields the expressions reach ([`Projections`]); `params`
 /// and `endpoint` are small, and built whole.
@@ -64,15 +65,6 @@ struct Written {
 struct WrittenVariable {
     name: String,
     expression: String,
-}
-
-/// A named expression, evaluated per pod before the rules and visible as `variables.NAME`.
-#[derive(Debug)]
-pub struct Variable {
-    /// Its name.
-    pub name: String,
-    /// Its expression's syntax tree.
-    pub expression: Expression,
 }
 
 /// A compiled configuration.

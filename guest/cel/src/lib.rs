@@ -27,6 +27,7 @@ pub mod policy;
 pub mod projection;
 pub mod scope;
 pub mod syntax;
+pub mod variable;
 
 use weir_policy::types::{Decision, Request};
 

@@ -207,6 +207,27 @@ pub fn service<'v>(service: &'v Service, shape: &Projection) -> Value<'v> {
     )
 }
 
+/// Every field of the contract's Pod and where a CEL expression finds it. Without `..`: a
+/// field added to the contract fails to compile here until it is exposed or left out here.
+const _: fn(&Pod) = |Pod {
+                         namespace: _,       // pod.metadata.namespace
+                         name: _,            // pod.metadata.name
+                         uid: _,             // pod.metadata.uid
+                         labels: _,          // pod.metadata.labels
+                         annotations: _,     // pod.metadata.annotations
+                         node_name: _,       // pod.spec.nodeName, node.metadata.name
+                         hostname: _,        // pod.spec.hostname
+                         subdomain: _,       // pod.spec.subdomain
+                         pod_ip: _,          // pod.status.podIP
+                         pod_ips: _,         // pod.status.podIPs
+                         phase: _,           // pod.status.phase
+                         conditions: _,      // pod.status.conditions
+                         terminating: _,     // endpoint.terminating
+                         node_exists: _,     // `node` is null without it
+                         zone: _,            // node.metadata.labels
+                         container_ports: _, // not exposed: upstream resolves target ports before rules run
+                     }| {};
+
 /// `pod`, or the value at `path` below it (`["metadata", "annotations"]`): metadata, the
 /// scheduling fields of spec, and status, as far as `shape` reaches ([`object_at`]).
 pub fn pod<'v>(pod: &'v Pod, shape: &Projection, path: &[&str]) -> Option<Value<'v>> {

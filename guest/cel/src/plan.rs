@@ -13,8 +13,8 @@
 use cel::common::ast::Expr;
 use cel::parser::Expression;
 
-use crate::config::Variable;
 use crate::syntax::for_each_child;
+use crate::variable::Variable;
 
 /// The names whose values differ from pod to pod.
 const PER_POD: [&str; 3] = ["pod", "node", "endpoint"];

@@ -11,9 +11,10 @@ use cel::parser::Expression;
 use weir_policy::types::{Decision, Pod, Request};
 use weir_policy::{Context, Policy, Verdict};
 
-use crate::config::{Config, Rule, Variable};
+use crate::config::{Config, Rule};
 use crate::object::{self, Endpoint, Value};
 use crate::scope::PodScope;
+use crate::variable::Variable;
 
 /// Why an expression gave no usable result for one pod.
 #[derive(Debug, Clone, PartialEq)]

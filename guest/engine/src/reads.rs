@@ -20,6 +20,28 @@ pub(crate) fn everything() -> Reads {
     }
 }
 
+/// Every field of the contract's Pod and the column of `wit/hooks` that carries it. Without
+/// `..`: a field added to the contract fails to compile here until the hooks carry it (or say
+/// why not).
+const _: fn(&Pod) = |Pod {
+                         namespace: _,       // the request's namespace: every pod shares it
+                         name: _,            // names
+                         uid: _,             // uids
+                         labels: _,          // labels
+                         annotations: _,     // annotations
+                         node_name: _,       // node_names
+                         hostname: _,        // hostnames
+                         subdomain: _,       // subdomains
+                         pod_ip: _,          // pod_ip
+                         pod_ips: _,         // pod_ips
+                         phase: _,           // phases
+                         conditions: _,      // conditions
+                         terminating: _,     // terminating
+                         node_exists: _,     // node_exists
+                         zone: _,            // zones
+                         container_ports: _, // container_ports
+                     }| {};
+
 /// `pods` as columns: names, the labels and annotations `reads` names, and the columns of the
 /// fields it names; the other columns empty.
 pub(crate) fn columns(pods: &[Pod], reads: &Reads) -> Pods {

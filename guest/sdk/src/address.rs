@@ -7,6 +7,7 @@
 //! comparing them back. A policy that rewrites an address calls [`Address::to_mut`] and gets an
 //! owned [`EndpointAddress`] to edit.
 
+use crate::by_accessors::by_accessors;
 use crate::types::{EndpointAddress, ObjectReference, Pod};
 
 /// An endpoint address: `ip`, `hostname`, `nodeName` and `targetRef`.
@@ -116,34 +117,14 @@ impl<'p> Address<'p> {
     }
 }
 
-impl From<EndpointAddress> for Address<'_> {
-    fn from(address: EndpointAddress) -> Self {
-        Address(Held::Given(address))
-    }
-}
-
-// What the address says, not how it is held (a borrowed one would print its whole pod).
-impl std::fmt::Debug for Address<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Address")
-            .field("ip", &self.ip())
-            .field("hostname", &self.hostname())
-            .field("node_name", &self.node_name())
-            .field("target_ref", &self.target_ref())
-            .finish()
-    }
-}
-
-impl PartialEq for Address<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.ip() == other.ip()
-            && self.hostname() == other.hostname()
-            && self.node_name() == other.node_name()
-            && self.target_ref() == other.target_ref()
-    }
-}
-
-impl Eq for Address<'_> {}
+by_accessors!(
+    Address,
+    EndpointAddress,
+    ip,
+    hostname,
+    node_name,
+    target_ref
+);
 
 /// A borrowed `targetRef`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

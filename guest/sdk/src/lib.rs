@@ -64,6 +64,7 @@
 mod address;
 mod arena;
 pub mod batch;
+mod by_accessors;
 mod config;
 mod context;
 mod drive;

@@ -7,6 +7,7 @@
 //! pod was the largest single cost of grouping pods by port set for the slices. A policy that
 //! rewrites a port calls [`Port::to_mut`] and gets an owned [`EndpointPort`] to edit.
 
+use crate::by_accessors::by_accessors;
 use crate::types::{EndpointPort, ServicePort};
 
 /// An endpoint port: `name`, `port`, `protocol` and `appProtocol`.
@@ -103,34 +104,7 @@ impl<'s> Port<'s> {
     }
 }
 
-impl From<EndpointPort> for Port<'_> {
-    fn from(port: EndpointPort) -> Self {
-        Port(Held::Given(port))
-    }
-}
-
-// What the port says, not how it is held.
-impl std::fmt::Debug for Port<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Port")
-            .field("name", &self.name())
-            .field("port", &self.port())
-            .field("protocol", &self.protocol())
-            .field("app_protocol", &self.app_protocol())
-            .finish()
-    }
-}
-
-impl PartialEq for Port<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.port() == other.port()
-            && self.name() == other.name()
-            && self.protocol() == other.protocol()
-            && self.app_protocol() == other.app_protocol()
-    }
-}
-
-impl Eq for Port<'_> {}
+by_accessors!(Port, EndpointPort, name, port, protocol, app_protocol);
 
 /// The endpoint port upstream makes of a Service port resolved to `number` on a pod: the
 /// Service port's name, protocol and appProtocol (spec §8.5).

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::cache::Cache;
-use super::consistency::ResetGate;
-use super::informer::ApiHealth;
-use super::sync::Syncer;
+use crate::controller::outputs::Outputs;
+use crate::controller::shadow::Shadow;
+use crate::controller::store::Cache;
+use crate::controller::watch::ApiHealth;
+use crate::controller::watch::consistency::ResetGate;
 use crate::leader::WriteGate;
 use crate::metrics::Metrics;
 use crate::queue::WorkQueue;
@@ -28,8 +29,10 @@ pub struct Handle {
     pub metrics: Arc<Metrics>,
     /// Guest call outcomes per digest.
     pub health: Arc<CallHealth>,
-    /// The sync machinery (shadow counters live there).
-    pub syncer: Arc<Syncer>,
+    /// Which outputs weir writes.
+    pub outputs: Outputs,
+    /// The shadow guest, when one runs (`--shadow-guest`).
+    pub shadow: Option<Arc<Shadow>>,
     /// The connection to the API server.
     pub api: Arc<ApiHealth>,
     /// The leader-election gate all writes pass.

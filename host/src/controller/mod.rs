@@ -1,8 +1,27 @@
-//! The controller: informers fill the caches and enqueue Service keys; workers sync keys.
+//! The controller: informers fill the caches and queue Service keys; workers sync keys.
 //!
-//! A key's path: [`informer`] (watch, relist) → [`reflector`] (the caches) → [`triggers`]
-//! (which keys) → the queue → `workers` → [`sync`] (request, guest, admit, write) →
-//! [`writer`].
+//! A key's path, one way, a file a step (each calls down into pure code it owns nothing of:
+//! [`store`], [`ledger`], `crate::reconcile`):
+//!
+//! 1. [`watch`] (`watch/mod.rs`): list and watch each resource, relist after a reset;
+//! 2. [`reflect`](mod@reflect) (`reflect/mod.rs`): apply each change to the [`store`];
+//! 3. `reflect/triggers.rs`: which Service keys the change queues, after what delay;
+//! 4. `handle.rs`: [`Handle::enqueue_after`], where a standby queues nothing;
+//! 5. `crate::queue`: the client-go work queue (dedup, delays, per-key backoff);
+//! 6. `workers.rs`: a worker takes a key, syncs it, and retries or forgets it;
+//! 7. [`sync`] (`sync/mod.rs`): the spine of one sync;
+//! 8. `sync/request.rs`: read the store once, behind the [`ledger`]'s stale-cache guards;
+//! 9. `crate::runtime::Guest::call`: the guest decides, within its deadline and memory cap;
+//! 10. `sync/admit.rs`: admit both outputs' parts (`crate::reconcile::admit`);
+//! 11. `sync/write.rs`: Endpoints first, then the slices, each write recorded in the
+//!     [`ledger`];
+//! 12. [`writer`] (`writer.rs`): the API request, behind the leader's write gate.
+//!
+//! Nothing flows back up that path. weir's own writes come back through the watch; the
+//! reflector tells them apart by asking the [`ledger`] (a narrow, read-only question). The
+//! watch reports an API server reset through a callback that [`Controller::run`] wires to
+//! clearing the ledger; the watch itself knows nothing of it.
+//! The shadow guest ([`shadow`]) gets a copy of each decision off the path.
 //!
 //! kube-runtime's `Controller` does not fit (see docs): it never reconciles a deleted object,
 //! gates only on its own cache, and lacks per-key backoff. So this wires kube-runtime's
@@ -10,20 +29,14 @@
 //!
 //! Rule numbers R1–R10 and scenarios S01–S98 are those of `docs/upstream-endpointslices.md`.
 
-pub mod cache;
-pub mod consistency;
 mod handle;
-pub mod informer;
-mod key;
+pub mod ledger;
 mod outputs;
-pub mod packed;
-pub mod reflector;
+pub mod reflect;
 pub mod shadow;
-pub mod slice_tracker;
-pub mod slices;
-pub mod slim_pod;
+pub mod store;
 pub mod sync;
-pub mod triggers;
+pub mod watch;
 mod workers;
 pub mod writer;
 
@@ -44,14 +57,15 @@ use crate::queue::{RateLimiterConfig, WorkQueue};
 use crate::runtime::ActiveGuest;
 use crate::runtime::health::CallHealth;
 use crate::selector::LabelSelector;
-use cache::Cache;
-use consistency::ResetGate;
 pub use handle::Handle;
-use informer::{ApiHealth, Watch, informer};
-pub use informer::{DEFAULT_PAGE_SIZE, InitialList};
+use ledger::Ledger;
 pub use outputs::Outputs;
-use reflector::{EndpointsObjects, Nodes, Pods, Services, Slices, reflect};
-use sync::{SliceStats, StaleTracker, Syncer};
+use reflect::{EndpointsObjects, Nodes, Pods, Services, Slices, reflect};
+use store::Cache;
+use sync::{SliceStats, Syncer};
+use watch::consistency::ResetGate;
+use watch::{ApiHealth, Watch, informer};
+pub use watch::{DEFAULT_PAGE_SIZE, InitialList};
 use workers::{recheck_after_resets, resync, sweep_leftovers, worker};
 use writer::{EventRecorder, Writer};
 
@@ -124,6 +138,8 @@ pub struct Controller {
     clients: Clients,
     config: Config,
     syncer: Arc<Syncer>,
+    /// weir's own writes: the syncs record them, the reflector asks about them.
+    ledger: Arc<Ledger>,
     handle: Handle,
     /// The shadow guest's queue, which [`Controller::run`] serves.
     shadow_jobs: Option<tokio::sync::mpsc::Receiver<shadow::Job>>,
@@ -159,6 +175,7 @@ impl Controller {
             }
             None => (None, None),
         };
+        let ledger = Arc::new(Ledger::default());
         let syncer = Arc::new(Syncer {
             consistency: consistency.clone(),
             cache: cache.clone(),
@@ -166,11 +183,10 @@ impl Controller {
             writer: writer.clone(),
             events: EventRecorder::new(writer, Duration::from_secs(60)),
             trigger_times: Default::default(),
-            stale: StaleTracker::default(),
+            ledger: ledger.clone(),
             health: health.clone(),
-            shadow,
+            shadow: shadow.clone(),
             outputs: config.outputs,
-            slice_tracker: Default::default(),
             slice_stats: SliceStats::registered(&config.metrics),
             metrics: config.metrics.clone(),
         });
@@ -181,7 +197,8 @@ impl Controller {
             guest,
             metrics: config.metrics.clone(),
             health,
-            syncer: syncer.clone(),
+            outputs: config.outputs,
+            shadow,
             api: Arc::new(ApiHealth::default()),
             gate: config.gate.clone(),
             consistency,
@@ -192,6 +209,7 @@ impl Controller {
             clients,
             config,
             syncer,
+            ledger,
             handle,
             shadow_jobs,
         }
@@ -200,6 +218,11 @@ impl Controller {
     /// A handle that stays valid while the controller runs.
     pub fn handle(&self) -> Handle {
         self.handle.clone()
+    }
+
+    /// The sync stage, for tests and tools that sync one key directly, outside the workers.
+    pub fn syncer(&self) -> Arc<Syncer> {
+        self.syncer.clone()
     }
 
     fn api<K>(&self, client: &Client) -> Api<K>
@@ -224,7 +247,7 @@ impl Controller {
         let (synced_tx, mut synced_rx) = tokio::sync::mpsc::channel::<&'static str>(5);
         let mut informers = tokio::task::JoinSet::new();
         let mut pending: HashSet<&str> = ["services", "pods"].into();
-        let syncer = self.syncer.clone();
+        let ledger = self.ledger.clone();
         let watch = Watch {
             health: handle.api.clone(),
             gate: handle.consistency.clone(),
@@ -232,10 +255,7 @@ impl Controller {
                 .clamp(Duration::from_millis(100), Duration::from_secs(10)),
             // The new server's resourceVersions mean nothing against the old ones, and what
             // weir wrote to the old server will not come back from the new one.
-            on_reset: Arc::new(move || {
-                syncer.stale.clear();
-                syncer.slice_tracker.clear();
-            }),
+            on_reset: Arc::new(move || ledger.clear()),
             initial_list: self.config.initial_list,
         };
         informers.spawn(informer(
@@ -259,7 +279,10 @@ impl Controller {
             pending.insert("endpoints");
             informers.spawn(informer(
                 self.api::<core::Endpoints>(&self.clients.endpoints),
-                reflect(EndpointsObjects(handle.clone())),
+                reflect(EndpointsObjects {
+                    handle: handle.clone(),
+                    ledger: self.ledger.clone(),
+                }),
                 synced_tx.clone(),
                 "endpoints",
                 watch.clone(),
@@ -271,6 +294,7 @@ impl Controller {
                 self.api::<EndpointSlice>(&self.clients.endpoint_slices),
                 reflect(Slices {
                     handle: handle.clone(),
+                    ledger: self.ledger.clone(),
                     batch: self.config.batch_period,
                 }),
                 synced_tx.clone(),
@@ -346,10 +370,10 @@ impl Controller {
         }
         informers.spawn(resync(handle.clone(), self.config.resync_period));
         informers.spawn(recheck_after_resets(handle.clone()));
-        if let (Some(shadow), Some(jobs)) = (self.syncer.shadow.clone(), self.shadow_jobs.take()) {
-            let syncer = self.syncer.clone();
+        if let (Some(shadow), Some(jobs)) = (handle.shadow.clone(), self.shadow_jobs.take()) {
+            let metrics = self.config.metrics.clone();
             informers.spawn(shadow.run(jobs, move |job, decision| {
-                syncer.compare_shadow(&job, decision)
+                shadow::compare::compare_shadow(outputs, &metrics, &job, decision)
             }));
         }
         shutdown.cancelled().await;

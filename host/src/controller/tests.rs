@@ -12,11 +12,12 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::Cache;
-use super::slice_tracker::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY, SliceTracker};
-use super::slices::NodeView;
-use super::triggers::tests::{pod, service};
-use super::triggers::{node_enqueues, pod_enqueues, slice_enqueues};
+use crate::controller::Cache;
+use crate::controller::ledger::slices::SliceTracker;
+use crate::controller::reflect::triggers::tests::{pod, service};
+use crate::controller::reflect::triggers::{node_enqueues, pod_enqueues, slice_enqueues};
+use crate::controller::store::slices::NodeView;
+use crate::model::labels::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY};
 use crate::queue::WorkQueue;
 
 fn slice(generation: i64, labels: serde_json::Value) -> EndpointSlice {
@@ -212,7 +213,8 @@ async fn s98_pod_adds_within_the_batch_period_make_one_sync() {
 async fn handle_with_one_service() -> (
     weir_apiserver::RunningApiServer,
     kube::Client,
-    super::Handle,
+    crate::controller::Handle,
+    Arc<crate::controller::sync::Syncer>,
 ) {
     handle_with_one_service_through(|config| {
         crate::client::Clients::single(kube::Client::try_from(config).unwrap())
@@ -227,7 +229,8 @@ async fn handle_with_one_service_through(
 ) -> (
     weir_apiserver::RunningApiServer,
     kube::Client,
-    super::Handle,
+    crate::controller::Handle,
+    Arc<crate::controller::sync::Syncer>,
 ) {
     let seed = vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
@@ -257,18 +260,20 @@ async fn handle_with_one_service_through(
         .unwrap()
         .default_guest()
         .unwrap();
-    let controller = super::Controller::with_clients(
+    let controller = crate::controller::Controller::with_clients(
         clients(config),
         crate::runtime::ActiveGuest::new(guest),
-        super::Config::default(),
+        crate::controller::Config::default(),
     );
     let h = controller.handle();
+    let syncer = controller.syncer();
     h.synced.store(true, Ordering::Release);
     let stored = |resource, name| server.store().get(resource, "ns", name).unwrap();
     let svc: core::Service = serde_json::from_value(stored("services", "foo")).unwrap();
     h.cache.apply_service(&svc);
     let p1: core::Pod = serde_json::from_value(stored("pods", "p1")).unwrap();
-    h.cache.apply_pod(super::cache::CachedPod::from_pod(&p1));
+    h.cache
+        .apply_pod(crate::controller::store::CachedPod::from_pod(&p1));
     h.cache.nodes.apply(
         "node-1",
         NodeView {
@@ -278,7 +283,7 @@ async fn handle_with_one_service_through(
             control_plane: false,
         },
     );
-    (server, client, h)
+    (server, client, h, syncer)
 }
 
 /// Under churn (batch period 0) every write of a Service's Endpoints came back through the
@@ -288,17 +293,24 @@ async fn handle_with_one_service_through(
 /// nothing; someone else's edit still does (D3).
 #[tokio::test]
 async fn our_own_endpoints_write_coming_back_queues_nothing_but_an_edit_does() {
-    let (server, _client, h) = handle_with_one_service().await;
-    let outcome = h.syncer.sync("ns/foo").await.unwrap();
-    assert_eq!(outcome, super::sync::SyncOutcome::Written("create"));
+    let (server, _client, h, syncer) = handle_with_one_service().await;
+    let outcome = syncer.sync("ns/foo").await.unwrap();
+    assert_eq!(
+        outcome,
+        crate::controller::sync::SyncOutcome::Written("create")
+    );
     let mut written: core::Endpoints =
         serde_json::from_value(server.store().get("endpoints", "ns", "foo").unwrap()).unwrap();
-    let mut on_endpoints = super::reflector::reflect(super::reflector::EndpointsObjects(h.clone()));
-    on_endpoints(super::informer::Change::Apply(written.clone()));
+    let mut on_endpoints =
+        crate::controller::reflect::reflect(crate::controller::reflect::EndpointsObjects {
+            handle: h.clone(),
+            ledger: syncer.ledger.clone(),
+        });
+    on_endpoints(crate::controller::watch::Change::Apply(written.clone()));
     assert_eq!(h.queue.len(), 0, "weir's own write coming back");
     // A hand edit: another resourceVersion.
     written.metadata.resource_version = Some("999999".into());
-    on_endpoints(super::informer::Change::Apply(written));
+    on_endpoints(crate::controller::watch::Change::Apply(written));
     assert_eq!(
         h.queue.len(),
         1,
@@ -312,8 +324,8 @@ async fn our_own_endpoints_write_coming_back_queues_nothing_but_an_edit_does() {
 /// retry backoff (which under churn had grown to tens of seconds).
 #[tokio::test]
 async fn a_stale_slice_sync_is_queued_again_as_soon_as_the_cache_catches_up() {
-    let (server, client, h) = handle_with_one_service().await;
-    h.syncer.sync("ns/foo").await.unwrap();
+    let (server, client, h, syncer) = handle_with_one_service().await;
+    syncer.sync("ns/foo").await.unwrap();
     // The Endpoints watch has delivered weir's write; the slice watch has not.
     let endpoints = server.store().get("endpoints", "ns", "foo").unwrap();
     h.cache
@@ -325,26 +337,27 @@ async fn a_stale_slice_sync_is_queued_again_as_soon_as_the_cache_catches_up() {
         .items;
     assert_eq!(created.len(), 1, "one slice created");
     // The slice watch has not delivered weir's create yet: the next sync is stale.
-    let error = h.syncer.sync("ns/foo").await.unwrap_err();
+    let error = syncer.sync("ns/foo").await.unwrap_err();
     assert!(
-        matches!(&error, super::sync::SyncError::StaleSlices(k) if k == "ns/foo"),
+        matches!(&error, crate::controller::sync::SyncError::StaleSlices(k) if k == "ns/foo"),
         "{error}"
     );
-    let mut on_slices = super::reflector::reflect(super::reflector::Slices {
+    let mut on_slices = crate::controller::reflect::reflect(crate::controller::reflect::Slices {
         handle: h.clone(),
+        ledger: syncer.ledger.clone(),
         batch: Duration::ZERO,
     });
     // Someone else's slice of another Service catches nothing up.
     let mut other = slice(1, json!({LABEL_SERVICE_NAME: "bar"}));
     other.metadata.uid = Some("u-other".into());
-    on_slices(super::informer::Change::Apply(other));
+    on_slices(crate::controller::watch::Change::Apply(other));
     assert_eq!(h.queue.len(), 0);
     // The create arrives: the Service is ready to sync again at once.
-    on_slices(super::informer::Change::Apply(created[0].clone()));
+    on_slices(crate::controller::watch::Change::Apply(created[0].clone()));
     assert_eq!(h.queue.len(), 1, "queued without waiting for the backoff");
     assert_eq!(
-        h.syncer.sync("ns/foo").await.unwrap(),
-        super::sync::SyncOutcome::Unchanged
+        syncer.sync("ns/foo").await.unwrap(),
+        crate::controller::sync::SyncOutcome::Unchanged
     );
     server.shutdown().await;
 }
@@ -353,7 +366,7 @@ async fn a_stale_slice_sync_is_queued_again_as_soon_as_the_cache_catches_up() {
 /// sync writes; once every informer has listed, both go back to normal.
 #[tokio::test]
 async fn readyz_fails_and_nothing_is_written_while_waiting_for_a_consistent_view() {
-    let (server, _client, h) = handle_with_one_service().await;
+    let (server, _client, h, syncer) = handle_with_one_service().await;
     assert_eq!(h.readiness(), Ok(()));
     h.consistency.register("services");
     h.consistency.register("pods");
@@ -364,17 +377,20 @@ async fn readyz_fails_and_nothing_is_written_while_waiting_for_a_consistent_view
         why.contains("consistent view") && why.contains("pods"),
         "{why}"
     );
-    let refused = h.syncer.sync("ns/foo").await;
+    let refused = syncer.sync("ns/foo").await;
     assert!(
-        matches!(refused, Err(super::sync::SyncError::Inconsistent(_))),
+        matches!(
+            refused,
+            Err(crate::controller::sync::SyncError::Inconsistent(_))
+        ),
         "{refused:?}"
     );
     assert!(server.store().get("endpoints", "ns", "foo").is_none());
     h.consistency.listed("pods", epoch);
     assert_eq!(h.readiness(), Ok(()));
     assert_eq!(
-        h.syncer.sync("ns/foo").await.unwrap(),
-        super::sync::SyncOutcome::Written("create")
+        syncer.sync("ns/foo").await.unwrap(),
+        crate::controller::sync::SyncOutcome::Written("create")
     );
     server.shutdown().await;
 }
@@ -392,11 +408,11 @@ async fn each_output_writes_through_a_bucket_of_its_own() {
         burst: 1,
     };
     for scope in [LimitScope::PerOutput, LimitScope::Shared] {
-        let (server, _client, h) = handle_with_one_service_through(|config| {
+        let (server, _client, _h, syncer) = handle_with_one_service_through(|config| {
             Clients::rate_limited(config, rate, scope).unwrap()
         })
         .await;
-        let sync = h.syncer.sync("ns/foo");
+        let sync = syncer.sync("ns/foo");
         match scope {
             LimitScope::PerOutput => {
                 // The timeout guards against a hang only: two requests, one in each bucket.
@@ -404,7 +420,10 @@ async fn each_output_writes_through_a_bucket_of_its_own() {
                     .await
                     .expect("no output waits for a token")
                     .unwrap();
-                assert_eq!(outcome, super::sync::SyncOutcome::Written("create"));
+                assert_eq!(
+                    outcome,
+                    crate::controller::sync::SyncOutcome::Written("create")
+                );
                 assert_eq!(server.store().count("endpoints"), 1);
                 assert_eq!(server.store().count("endpointslices"), 1);
             }
@@ -427,10 +446,10 @@ async fn each_output_writes_through_a_bucket_of_its_own() {
 /// Endpoints of a Service that does exist, deleted by hand, are still created again (D3).
 #[tokio::test]
 async fn endpoints_deleted_with_their_service_are_not_created_again() {
-    use super::sync::SyncOutcome;
-    let (server, client, h) = handle_with_one_service().await;
+    use crate::controller::sync::SyncOutcome;
+    let (server, client, h, syncer) = handle_with_one_service().await;
     assert_eq!(
-        h.syncer.sync("ns/foo").await.unwrap(),
+        syncer.sync("ns/foo").await.unwrap(),
         SyncOutcome::Written("create")
     );
     let stored = || -> core::Endpoints {
@@ -445,24 +464,28 @@ async fn endpoints_deleted_with_their_service_are_not_created_again() {
         }
     };
     deliver_slices().await;
-    let mut on_endpoints = super::reflector::reflect(super::reflector::EndpointsObjects(h.clone()));
+    let mut on_endpoints =
+        crate::controller::reflect::reflect(crate::controller::reflect::EndpointsObjects {
+            handle: h.clone(),
+            ledger: syncer.ledger.clone(),
+        });
     let written = stored();
-    on_endpoints(super::informer::Change::Apply(written.clone()));
+    on_endpoints(crate::controller::watch::Change::Apply(written.clone()));
 
     // A hand deletion while the Service exists: restored.
     endpoints_api
         .delete("foo", &Default::default())
         .await
         .unwrap();
-    on_endpoints(super::informer::Change::Delete(written));
+    on_endpoints(crate::controller::watch::Change::Delete(written));
     assert_eq!(
-        h.syncer.sync("ns/foo").await.unwrap(),
+        syncer.sync("ns/foo").await.unwrap(),
         SyncOutcome::Written("create"),
         "a live Service's Endpoints deleted by hand"
     );
     deliver_slices().await;
     let restored = stored();
-    on_endpoints(super::informer::Change::Apply(restored.clone()));
+    on_endpoints(crate::controller::watch::Change::Apply(restored.clone()));
 
     // The Service is deleted, and its Endpoints with it, as kube-apiserver's Service registry
     // does; the Endpoints event arrives first.
@@ -474,12 +497,9 @@ async fn endpoints_deleted_with_their_service_are_not_created_again() {
         .delete("foo", &Default::default())
         .await
         .unwrap();
-    on_endpoints(super::informer::Change::Delete(restored));
+    on_endpoints(crate::controller::watch::Change::Delete(restored));
     assert!(h.cache.service("ns", "foo").is_some(), "still cached");
-    assert_eq!(
-        h.syncer.sync("ns/foo").await.unwrap(),
-        SyncOutcome::Unchanged
-    );
+    assert_eq!(syncer.sync("ns/foo").await.unwrap(), SyncOutcome::Unchanged);
     assert!(
         server.store().get("endpoints", "ns", "foo").is_none(),
         "not created again"

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::handle::Handle;
-use super::sync::{SyncError, Syncer};
+use crate::controller::handle::Handle;
+use crate::controller::sync::{SyncError, Syncer};
 use crate::metrics::{ResultLabel, WriteLabels};
 use crate::queue::Retry;
 

@@ -7,7 +7,8 @@
 //! - [`observe`]: keeps a [`board::Board`] up to date from watches of both outputs.
 //! - [`guests`]: the guests the story swaps (embedded), and their names.
 //! - [`preview`]: what a guest would change for one Service, from the live objects.
-//! - [`story`]: the steps, what each does, and what the cluster must show before the next.
+//! - [`story`]: the steps, their events and the Service they act on.
+//! - [`stage`]: what each step does, and what the cluster must show before the next.
 //! - [`status`]: the guest panel: active and shadow guest, the last refusal.
 //! - [`plain`] and [`tui`]: the two renderings.
 
@@ -16,6 +17,7 @@ pub mod guests;
 pub mod observe;
 pub mod plain;
 pub mod preview;
+pub mod stage;
 pub mod status;
 pub mod story;
 pub mod tui;

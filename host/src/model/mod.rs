@@ -8,6 +8,7 @@
 //! Kubernetes objects become these records in the reconcile module's views (`view`,
 //! `view_slices`). Every record is documented in the WIT file.
 
+pub mod labels;
 mod wit;
 
 pub use wit::*;

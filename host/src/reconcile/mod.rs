@@ -6,12 +6,14 @@
 //!   for the controller, the case runner and the swap gate.
 //! - [`trigger_time`] computes the last-change-trigger-time annotation, which needs memory
 //!   across syncs that a stateless guest lacks.
-//! - [`validate`] checks a guest's Endpoints decision before anything is written, and
+//! - [`admit`] admits a decision, both outputs' parts, for the live sync and the shadow alike;
+//!   [`validate`] checks a guest's Endpoints decision before anything is written, and
 //!   [`validate_slices`] checks its EndpointSlice changes and turns them into the objects to
 //!   send.
 //! - [`canonical`] is the comparable form of what a sync writes, in which the case runner and
 //!   the shadow comparison tell two decisions apart.
 
+pub mod admit;
 pub mod canonical;
 pub mod request;
 pub mod trigger_time;

@@ -37,6 +37,8 @@ enum Server {
 
 pub struct Running {
     pub handle: Handle,
+    /// The sync stage, to sync one key directly.
+    pub syncer: std::sync::Arc<weir::controller::sync::Syncer>,
     stop: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -229,9 +231,15 @@ impl Cluster {
     pub fn run(&self, guest: Guest, config: Config) -> Running {
         let controller = Controller::new(self.client.clone(), ActiveGuest::new(guest), config);
         let handle = controller.handle();
+        let syncer = controller.syncer();
         let stop = CancellationToken::new();
         let task = tokio::spawn(controller.run(stop.clone()));
-        Running { handle, stop, task }
+        Running {
+            handle,
+            syncer,
+            stop,
+            task,
+        }
     }
 
     pub async fn run_default(&self) -> Running {

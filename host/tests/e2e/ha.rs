@@ -587,12 +587,12 @@ async fn writes_wait_for_the_lease_and_healthz_fails_past_the_renew_deadline() {
         "a change observed past the renew deadline was queued"
     );
     wait_for("a sync refused by the gate", || {
-        let h = run.handle.clone();
+        let syncer = run.syncer.clone();
         async move {
             use weir::controller::sync::SyncError;
             use weir::controller::writer::WriteError;
             matches!(
-                h.syncer.sync("app/web").await,
+                syncer.sync("app/web").await,
                 Err(SyncError::Write {
                     source: WriteError::NotLeader(_),
                     ..

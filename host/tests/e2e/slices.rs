@@ -482,7 +482,7 @@ async fn swapping_between_a_0_1_and_a_0_2_guest_keeps_slices_live() {
     run.idle().await;
     assert_eq!(slice_writes(&c), 0, "a 0.1.0 guest writes no slices");
     assert_eq!(
-        run.handle.syncer.slice_stats.unsupported_guests.get(),
+        run.syncer.slice_stats.unsupported_guests.get(),
         1,
         "said once"
     );

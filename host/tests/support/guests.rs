@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// Every crate under `tests/guests/`, by directory name.
+/// Every guest under `tests/guests/`, by directory name (`stall` is the library three of
+/// them share, not a guest).
 pub const TEST_GUESTS: &[&str] = &[
     "all-not-ready",
     "alloc-forever",

@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"weir/tests/upstream/internal/harness"
+	"weir/tests/upstream/internal/procs"
 )
 
 // server is one API server under test, reached with the client its kubeconfig describes.
@@ -158,20 +160,11 @@ func startWeirAPIServer(t *testing.T, weir, dir string) string {
 	command.Env = append(os.Environ(), "WEIR_LOG=warn")
 	command.Stdout = logFile
 	command.Stderr = logFile
-	if err := command.Start(); err != nil {
-		t.Fatalf("starting weir apiserver: %v", err)
+	process, err := procs.Start("weir apiserver", command)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(command.Process.Pid, syscall.SIGTERM)
-		exited := make(chan struct{})
-		go func() { _ = command.Wait(); close(exited) }()
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = command.Process.Kill()
-			<-exited
-		}
-	})
+	t.Cleanup(func() { _ = process.Stop() })
 	limit := time.Now().Add(time.Minute)
 	for {
 		if _, err := os.Stat(kubeconfig); err == nil {
@@ -203,12 +196,12 @@ func startWeirAPIServer(t *testing.T, weir, dir string) string {
 
 // startHarness runs `kube-harness up` in dir, stopped by `down` when the test ends, and returns
 // the admin kubeconfig.
-func startHarness(t *testing.T, harness, dir string) string {
+func startHarness(t *testing.T, binary, dir string) string {
 	t.Helper()
-	out, err := exec.Command(harness, "up", dir).CombinedOutput()
-	t.Cleanup(func() { _ = exec.Command(harness, "down", dir).Run() })
+	err := harness.Up(binary, dir)
+	t.Cleanup(func() { _ = harness.Down(binary, dir) })
 	if err != nil {
-		t.Fatalf("kube-harness up: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return filepath.Join(dir, "kubeconfig")
 }

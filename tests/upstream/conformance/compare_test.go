@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"weir/tests/upstream/internal/audit"
 )
 
 // endpointSlice is an owned IPv4 slice of svc on one port holding one endpoint per IP; a
@@ -149,7 +151,7 @@ func TestATakeoverMayRewriteNoMoreThanUpstreamsOwnRestart(t *testing.T) {
 		}
 	}
 	// Upstream's restart rewriting the same slices counts whether or not the server stored it.
-	again := map[string]int{"endpointslices update" + unchangedSuffix: 1, "endpointslices update": 1, "endpoints update": 1}
+	again := map[string]int{"endpointslices update" + audit.UnchangedSuffix: 1, "endpointslices update": 1, "endpoints update": 1}
 	if got := requestsPerResource(again); got["endpointslices"] != 2 || got["endpoints"] != 1 || len(got) != 2 {
 		t.Errorf("upstream's restart's requests per resource: %v", got)
 	}
@@ -177,23 +179,7 @@ func TestWhichEndpointsOfAZoneCarryItsGivenAwayHintsIsNoDifference(t *testing.T)
 }
 
 func TestUpstreamsUpdatesThatChangeNothingAreD15AndWeirsAreADifference(t *testing.T) {
-	event := func(requestRV, responseRV string) auditEvent {
-		e := auditEvent{Verb: "update", RequestObject: &objectVersion{}, ResponseObject: &objectVersion{}}
-		e.RequestObject.Metadata.ResourceVersion = requestRV
-		e.ResponseObject.Metadata.ResourceVersion = responseRV
-		return e
-	}
-	if e := event("7", "7"); !e.unchanged() {
-		t.Error("an update answered with the version it was made on changed nothing")
-	}
-	if e := event("7", "8"); e.unchanged() {
-		t.Error("an update answered with a new version changed something")
-	}
-	if e := (auditEvent{Verb: "update"}); e.unchanged() {
-		t.Error("an update recorded without its objects is counted as a change")
-	}
-
-	upstream := map[string]int{"endpointslices update": 1, "endpointslices update" + unchangedSuffix: 2}
+	upstream := map[string]int{"endpointslices update": 1, "endpointslices update" + audit.UnchangedSuffix: 2}
 	diffs := compareWrites("step 1", upstream, map[string]int{"endpointslices update": 1})
 	if len(diffs) != 1 || diffs[0].deviation != "D15" {
 		t.Errorf("upstream's two updates that changed nothing are D15 and the rest equal: %+v", diffs)

@@ -21,8 +21,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"weir/tests/upstream/internal/audit"
+	"weir/tests/upstream/internal/harness"
+	"weir/tests/upstream/internal/kube"
+	"weir/tests/upstream/internal/procs"
 )
 
 type options struct {
@@ -45,8 +48,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.harness, "harness", os.Getenv("KUBE_HARNESS"), "kube-harness binary (env KUBE_HARNESS)")
-	flag.StringVar(&o.weir, "weir", os.Getenv("WEIR"), "weir binary (env WEIR)")
+	harness.BinaryFlags(&o.harness, &o.weir, "")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the first scenario; scenario i uses seed+i")
 	flag.IntVar(&o.scenarios, "scenarios", 20, "number of generated scenarios (0 with --spec runs only the spec's)")
 	flag.IntVar(&o.parallel, "parallel", 1, "how many scenarios run at once, each in its own pair of namespaces with its own controllers")
@@ -58,10 +60,7 @@ func main() {
 	flag.StringVar(&o.spec, "spec", "", "also run the scenarios of docs/upstream-endpointslices.md §11 that a real cluster can express: all, or ids such as S04,S19 (ids it cannot express are refused with the reason)")
 	flag.StringVar(&o.rival, "rival", "weir", "what serves the second namespace: weir, or upstream (upstream's controllers against a second copy of themselves, to see what of their output is reproducible)")
 	flag.Parse()
-	if o.harness == "" || o.weir == "" {
-		fmt.Fprintln(os.Stderr, "conformance: --harness and --weir (or KUBE_HARNESS and WEIR) are required")
-		os.Exit(2)
-	}
+	harness.RequireBinaries("conformance", o.harness, o.weir)
 	if o.rival != "weir" && o.rival != "upstream" {
 		fmt.Fprintf(os.Stderr, "conformance: --rival is weir or upstream, not %q\n", o.rival)
 		os.Exit(2)
@@ -93,13 +92,11 @@ func run(o options, spec []*scenario) (passed, failed int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if out, err := runCommand(o.harness, "up", dir); err != nil {
-		return 0, 0, fmt.Errorf("kube-harness up: %v\n%s", err, out)
+	if err := harness.Up(o.harness, dir); err != nil {
+		return 0, 0, err
 	}
 	defer func() {
-		if out, downErr := runCommand(o.harness, "down", dir); downErr != nil {
-			err = errors.Join(err, fmt.Errorf("kube-harness down: %v\n%s", downErr, out))
-		}
+		err = errors.Join(err, harness.Down(o.harness, dir))
 		if o.keep || failed > 0 {
 			fmt.Fprintf(os.Stderr, "conformance: logs kept in %s\n", dir)
 		} else {
@@ -107,15 +104,7 @@ func run(o options, spec []*scenario) (passed, failed int, err error) {
 		}
 	}()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return 0, 0, err
-	}
-	config.QPS, config.Burst = 200, 400
-	config.UserAgent = "weir-conformance-driver"
-	// Every read of v1 Endpoints draws a deprecation warning; the run reads them on purpose.
-	config.WarningHandler = rest.NoWarnings{}
-	client, err := kubernetes.NewForConfig(config)
+	client, err := kube.Client(kubeconfig, 200, 400, "weir-conformance-driver")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -123,13 +112,13 @@ func run(o options, spec []*scenario) (passed, failed int, err error) {
 	if err := createNodes(ctx, client); err != nil {
 		return 0, 0, err
 	}
-	audit, err := openAuditLog(filepath.Join(dir, "audit.log"))
+	auditLog, err := audit.Open(filepath.Join(dir, "audit.log"))
 	if err != nil {
 		return 0, 0, err
 	}
 	stopFollowing := make(chan struct{})
 	defer close(stopFollowing)
-	go audit.follow(100*time.Millisecond, stopFollowing)
+	go auditLog.Follow(100*time.Millisecond, stopFollowing)
 	deviations := map[string]int{}
 	features := map[string]int{}
 	var regrouped, undetermined, rewrites, arbitraryHints int
@@ -147,7 +136,7 @@ func run(o options, spec []*scenario) (passed, failed int, err error) {
 	runOne := func(i int) {
 		s := scenarioAt(i)
 		observed := map[string]bool{}
-		r := runScenario(ctx, o, dir, kubeconfig, client, audit, s, i, observed)
+		r := runScenario(ctx, o, dir, kubeconfig, client, auditLog, s, i, observed)
 		mu.Lock()
 		defer mu.Unlock()
 		for f := range s.features {
@@ -183,8 +172,8 @@ func run(o options, spec []*scenario) (passed, failed int, err error) {
 	}
 	runAll(shared, o.parallel, runOne)
 	runAll(alone, 1, runOne)
-	fmt.Printf("features covered (scenarios): %s\n", describeWrites(features))
-	fmt.Printf("listed deviations recognised: %s\n", describeWrites(deviations))
+	fmt.Printf("features covered (scenarios): %s\n", audit.Describe(features))
+	fmt.Printf("listed deviations recognised: %s\n", audit.Describe(deviations))
 	fmt.Printf("the same endpoints grouped into other slices (upstream's grouping is arbitrary, R4.12-R4.14): %d times; slice write counts not compared for it: %d\n", regrouped, undetermined)
 	fmt.Printf("arbitrary hint order, hints upstream writes too under another order of its ties and placements (R5.12, R5.14): %d times\n", arbitraryHints)
 	fmt.Printf("takeovers that rewrote, changing nothing, what upstream rewrites on its own restart too: %d\n", rewrites)
@@ -259,7 +248,7 @@ func (r result) failed(err error) result {
 }
 
 func runScenario(ctx context.Context, o options, dir, kubeconfig string, client kubernetes.Interface,
-	audit *auditLog, s *scenario, index int, observed map[string]bool) (r result) {
+	auditLog *audit.Log, s *scenario, index int, observed map[string]bool) (r result) {
 	// A spec scenario's namespaces are named after its id, apart from the generated ones'.
 	prefix := fmt.Sprintf("s%d", index)
 	if s.id != "" {
@@ -273,15 +262,15 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		weirNS = prefix + "-upstream-again"
 	}
 	for _, ns := range []string{upNS, weirNS} {
-		if err := createNamespace(ctx, client, ns); err != nil {
+		if err := kube.CreateNamespace(ctx, client, ns); err != nil {
 			return result{err: err}
 		}
 	}
-	var upstream, weir *process
+	var upstream, weir *procs.Process
 	defer func() {
-		for _, p := range []*process{upstream, weir} {
+		for _, p := range []*procs.Process{upstream, weir} {
 			if p != nil {
-				r.err = errors.Join(r.err, p.stop())
+				r.err = errors.Join(r.err, p.Stop())
 			}
 		}
 	}()
@@ -331,7 +320,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	hintsDiffered := false
 	zones := func() (map[string]int64, error) { return zoneCPU(ctx, client) }
 	check := func(point string, st *step) error {
-		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
+		if err := auditLog.WaitQuiet(o.quiet, quietLimit, upNS, weirNS); err != nil {
 			return err
 		}
 		// Quiet is not converged: a side may be waiting out a retry backoff (upstream's
@@ -367,20 +356,20 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		}
 		// Before the write differences join diffs: only the states tell where hints sit.
 		stateHintsDiffered := sawArbitraryHints(diffs)
-		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
+		if err := auditLog.WaitQuiet(o.quiet, quietLimit, upNS, weirNS); err != nil {
 			return err
 		}
-		upNow, err := audit.counts(upNS)
+		upNow, err := auditLog.Counts(upNS)
 		if err != nil {
 			return err
 		}
-		weirNow, err := audit.counts(weirNS)
+		weirNow, err := auditLog.Counts(weirNS)
 		if err != nil {
 			return err
 		}
 		var upWrites, weirWrites map[string]int
 		if upBefore != nil {
-			upStep, weirStep := uncontestedWrites(st, subtract(upNow, upBefore)), uncontestedWrites(st, subtract(weirNow, weirBefore))
+			upStep, weirStep := uncontestedWrites(st, audit.Subtract(upNow, upBefore)), uncontestedWrites(st, audit.Subtract(weirNow, weirBefore))
 			upWrites, weirWrites = perResource(upStep), perResource(weirStep)
 			writes := compareWrites(point, upStep, weirStep)
 			for i := range writes {
@@ -456,14 +445,14 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	}
 	if s.startLate {
 		// The writes of the first sync count from the stored state on.
-		if err := waitQuiet(audit, o.quiet, upNS, weirNS); err != nil {
+		if err := auditLog.WaitQuiet(o.quiet, quietLimit, upNS, weirNS); err != nil {
 			return result{err: err}
 		}
 		var err error
-		if upBefore, err = audit.counts(upNS); err != nil {
+		if upBefore, err = auditLog.Counts(upNS); err != nil {
 			return result{err: err}
 		}
-		if weirBefore, err = audit.counts(weirNS); err != nil {
+		if weirBefore, err = auditLog.Counts(weirNS); err != nil {
 			return result{err: err}
 		}
 		if err := startBoth(); err != nil {
@@ -499,7 +488,7 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	// restarts once first: a change it does not watch for (a Node removed, R2.10) reaches its
 	// output only at a Service's next sync, which a restart brings, so the state weir takes
 	// over is what upstream itself converges to.
-	if err := upstream.stop(); err != nil {
+	if err := upstream.Stop(); err != nil {
 		return r.failed(err)
 	}
 	beforeRestart, err := readState(ctx, client, upNS)
@@ -510,14 +499,14 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err != nil {
 		return r.failed(err)
 	}
-	if err := waitQuiet(audit, o.quiet, upNS); err != nil {
-		_ = restarted.stop()
+	if err := auditLog.WaitQuiet(o.quiet, quietLimit, upNS); err != nil {
+		_ = restarted.Stop()
 		return r.failed(err)
 	}
-	if err := restarted.stop(); err != nil {
+	if err := restarted.Stop(); err != nil {
 		return r.failed(err)
 	}
-	before, err := audit.counts(upNS)
+	before, err := auditLog.Counts(upNS)
 	if err != nil {
 		return r.failed(err)
 	}
@@ -532,15 +521,15 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 	if err != nil {
 		return r.failed(err)
 	}
-	defer func() { r.err = errors.Join(r.err, takeover.stop()) }()
-	if err := waitQuiet(audit, o.quiet, upNS); err != nil {
+	defer func() { r.err = errors.Join(r.err, takeover.Stop()) }()
+	if err := auditLog.WaitQuiet(o.quiet, quietLimit, upNS); err != nil {
 		return r.failed(err)
 	}
-	after, err := audit.counts(upNS)
+	after, err := auditLog.Counts(upNS)
 	if err != nil {
 		return r.failed(err)
 	}
-	if writes := subtract(after, before); len(writes) > 0 {
+	if writes := audit.Subtract(after, before); len(writes) > 0 {
 		// What weir changed, as upstream's output against weir's (empty when weir wrote what
 		// was there, a no-op write).
 		weirOutput, err := readState(ctx, client, upNS)
@@ -564,10 +553,10 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 		// rewrites its slices on every sync, upstream-endpointslices.md R5.12, R5.13): they
 		// pass when upstream, started again over the same output, writes as much itself.
 		if len(changes) == 0 {
-			if err := takeover.stop(); err != nil {
+			if err := takeover.Stop(); err != nil {
 				return r.failed(err)
 			}
-			again, err := restartedWrites(o.harness, kubeconfig, audit, o.quiet, upNS, filepath.Join(dir, upNS+"-again.log"), s.tuning)
+			again, err := restartedWrites(o.harness, kubeconfig, auditLog, o.quiet, upNS, filepath.Join(dir, upNS+"-again.log"), s.tuning)
 			if err != nil {
 				return r.failed(err)
 			}
@@ -579,36 +568,36 @@ func runScenario(ctx context.Context, o options, dir, kubeconfig string, client 
 				return r
 			}
 			return r.failed(fmt.Errorf("taking over from upstream's output, weir wrote %s, changing nothing, where upstream started again over it wrote %s (the slices are in %s-before-takeover.json)",
-				describeWrites(writes), describeWrites(again), upNS))
+				audit.Describe(writes), audit.Describe(again), upNS))
 		}
 		return r.failed(fmt.Errorf("taking over from upstream's output, weir wrote %s, changing %d object(s) (the slices before and after, whole, are in %s-*-takeover.json):\n  %s",
-			describeWrites(writes), len(changes), upNS, strings.Join(changes, "\n  ")))
+			audit.Describe(writes), len(changes), upNS, strings.Join(changes, "\n  ")))
 	}
 	return r
 }
 
 // restartedWrites starts upstream's controllers on ns, waits for quiet, stops them, and returns
 // the writes they made.
-func restartedWrites(harness, kubeconfig string, audit *auditLog, quiet time.Duration, ns, logPath string, tuned tuning) (map[string]int, error) {
-	before, err := audit.counts(ns)
+func restartedWrites(harnessBinary, kubeconfig string, auditLog *audit.Log, quiet time.Duration, ns, logPath string, tuned tuning) (map[string]int, error) {
+	before, err := auditLog.Counts(ns)
 	if err != nil {
 		return nil, err
 	}
-	controllers, err := startControllers(harness, kubeconfig, ns, logPath, tuned)
+	controllers, err := startControllers(harnessBinary, kubeconfig, ns, logPath, tuned)
 	if err != nil {
 		return nil, err
 	}
-	if err := waitQuiet(audit, quiet, ns); err != nil {
-		return nil, errors.Join(err, controllers.stop())
+	if err := auditLog.WaitQuiet(quiet, quietLimit, ns); err != nil {
+		return nil, errors.Join(err, controllers.Stop())
 	}
-	if err := controllers.stop(); err != nil {
+	if err := controllers.Stop(); err != nil {
 		return nil, err
 	}
-	after, err := audit.counts(ns)
+	after, err := auditLog.Counts(ns)
 	if err != nil {
 		return nil, err
 	}
-	return subtract(after, before), nil
+	return audit.Subtract(after, before), nil
 }
 
 // noMoreThan reports whether every count of a is at most the same key's count in b.

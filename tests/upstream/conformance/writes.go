@@ -6,51 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
+
+	"weir/tests/upstream/internal/audit"
 )
-
-// waitQuiet returns once the audit log shows no write in the namespaces for the quiet period.
-func waitQuiet(audit *auditLog, quiet time.Duration, namespaces ...string) error {
-	const limit = 2 * time.Minute
-	start := time.Now()
-	last, err := audit.activity(namespaces...)
-	if err != nil {
-		return err
-	}
-	lastChange := time.Now()
-	for time.Since(lastChange) < quiet {
-		if time.Since(start) > limit {
-			return fmt.Errorf("the controllers kept writing for %v", limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-		now, err := audit.activity(namespaces...)
-		if err != nil {
-			return err
-		}
-		if now != last {
-			last, lastChange = now, time.Now()
-		}
-	}
-	return nil
-}
-
-func cloneCounts(counts map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range counts {
-		out[k] = v
-	}
-	return out
-}
-
-func subtract(now, before map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range now {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
 
 // requestsPerResource sums counts per resource, the updates that changed nothing included.
 func requestsPerResource(counts map[string]int) map[string]int {
@@ -66,7 +24,7 @@ func requestsPerResource(counts map[string]int) map[string]int {
 func perResource(counts map[string]int) map[string]int {
 	out := map[string]int{}
 	for k, v := range counts {
-		if !strings.HasSuffix(k, unchangedSuffix) {
+		if !strings.HasSuffix(k, audit.UnchangedSuffix) {
 			out[strings.Fields(k)[0]] += v
 		}
 	}
@@ -77,7 +35,7 @@ func perResource(counts map[string]int) map[string]int {
 func unchangedPerResource(counts map[string]int) map[string]int {
 	out := map[string]int{}
 	for k, v := range counts {
-		if strings.HasSuffix(k, unchangedSuffix) {
+		if strings.HasSuffix(k, audit.UnchangedSuffix) {
 			out[strings.Fields(k)[0]] += v
 		}
 	}
@@ -91,7 +49,7 @@ func compareWrites(point string, upstream, weir map[string]int) []difference {
 	u, w := perResource(upstream), perResource(weir)
 	var diffs []difference
 	describe := func() string {
-		return fmt.Sprintf("for %s: upstream %s, weir %s", point, describeWrites(upstream), describeWrites(weir))
+		return fmt.Sprintf("for %s: upstream %s, weir %s", point, audit.Describe(upstream), audit.Describe(weir))
 	}
 	for _, resource := range unionKeys(u, w) {
 		if u[resource] != w[resource] {

@@ -11,14 +11,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"weir/tests/upstream/internal/kube"
+	"weir/tests/upstream/internal/procs"
 	"weir/tests/upstream/testbin"
 )
 
@@ -58,15 +58,6 @@ func eventually(t *testing.T, what string, check func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
 }
 
 func recordedPIDs(t *testing.T, dir string) []int {
@@ -104,12 +95,11 @@ func pinnedRelease(t *testing.T, harness string) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func TestUpVersionWeirDown(t *testing.T) {
@@ -126,7 +116,7 @@ func TestUpVersionWeirDown(t *testing.T) {
 		}
 	})
 	for _, pid := range pids {
-		if !alive(pid) {
+		if !procs.Alive(pid) {
 			t.Fatalf("recorded PID %d is not running after up", pid)
 		}
 	}
@@ -184,7 +174,7 @@ func TestUpVersionWeirDown(t *testing.T) {
 	run(t, harness, "down", dir)
 	downDone = true
 	for _, pid := range pids {
-		if alive(pid) {
+		if procs.Alive(pid) {
 			t.Fatalf("PID %d still runs after down", pid)
 		}
 	}
@@ -202,10 +192,9 @@ func TestUpVersionWeirDown(t *testing.T) {
 func createWebService(t *testing.T, client kubernetes.Interface, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	must(t)(client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
-	// The ServiceAccount admission plugin refuses pods until the namespace's default
-	// ServiceAccount exists; kube-controller-manager would create it.
-	must(t)(client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
+	if err := kube.CreateNamespace(ctx, client, ns); err != nil {
+		t.Fatal(err)
+	}
 
 	// Nodes in two zones, created by the test since no kubelet registers them.
 	for _, node := range []struct{ name, zone string }{{"node-a", "zone-a"}, {"node-b", "zone-b"}} {
@@ -374,7 +363,7 @@ func checkSlice(client kubernetes.Interface, ns string, want map[string]sliceEnd
 	return nil
 }
 
-func startWeir(t *testing.T, weir, kubeconfig, ns string) *exec.Cmd {
+func startWeir(t *testing.T, weir, kubeconfig, ns string) *procs.Process {
 	t.Helper()
 	command := exec.Command(weir, "run", "--kubeconfig", kubeconfig, "--namespace", ns,
 		"--leader-elect=false", "--admin-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
@@ -382,33 +371,25 @@ func startWeir(t *testing.T, weir, kubeconfig, ns string) *exec.Cmd {
 	command.Env = append(os.Environ(), "WEIR_LOG=warn", "WEIR_METRICS_SECURE=false")
 	command.Stdout = os.Stderr
 	command.Stderr = os.Stderr
-	if err := command.Start(); err != nil {
-		t.Fatalf("starting weir: %v", err)
-	}
-	t.Cleanup(func() {
-		if command.ProcessState == nil {
-			_ = command.Process.Kill()
-			_ = command.Wait()
-		}
-	})
-	return command
+	return startProcess(t, "weir", command)
 }
 
-// stopProcess sends SIGTERM to the process by its PID and waits for a clean exit.
-func stopProcess(t *testing.T, command *exec.Cmd) {
+// startProcess starts command, stopped when the test ends unless stopProcess stopped it first.
+func startProcess(t *testing.T, name string, command *exec.Cmd) *procs.Process {
 	t.Helper()
-	if err := syscall.Kill(command.Process.Pid, syscall.SIGTERM); err != nil {
+	p, err := procs.Start(name, command)
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- command.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("weir did not exit cleanly on SIGTERM: %v", err)
-		}
-	case <-time.After(deadline):
-		_ = command.Process.Kill()
-		t.Fatalf("weir still runs %v after SIGTERM", deadline)
+	t.Cleanup(func() { _ = p.Stop() })
+	return p
+}
+
+// stopProcess stops the process by its PID (SIGTERM) and fails the test unless it exits
+// cleanly.
+func stopProcess(t *testing.T, p *procs.Process) {
+	t.Helper()
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"weir/tests/upstream/internal/kube"
 	"weir/tests/upstream/testbin"
 )
 
@@ -63,8 +63,9 @@ func TestShippedRBAC(t *testing.T) {
 	weirConfigPath := writeTokenKubeconfig(t, adminConfigPath, token.Status.Token, filepath.Join(dir, "weir.kubeconfig"))
 
 	const ns = "rbac-e2e"
-	must(t)(admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
-	must(t)(admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
+	if err := kube.CreateNamespace(ctx, admin, ns); err != nil {
+		t.Fatal(err)
+	}
 	must(t)(admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: "node-a", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}}, metav1.CreateOptions{}))
 	must(t)(admin.CoreV1().Services(ns).Create(ctx, &corev1.Service{
@@ -90,16 +91,7 @@ func TestShippedRBAC(t *testing.T) {
 	command.Env = append(os.Environ(), "WEIR_LOG=info", "POD_NAMESPACE=weir-system", "POD_NAME=weir-rbac-test")
 	command.Stdout = logFile
 	command.Stderr = logFile
-	if err := command.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = command.Process.Kill()
-			_ = command.Wait()
-		}
-	})
+	weirProcess := startProcess(t, "weir", command)
 	withLog := func(check func() error) func() error {
 		return func() error {
 			if err := check(); err != nil {
@@ -127,8 +119,7 @@ func TestShippedRBAC(t *testing.T) {
 		}
 		return nil
 	}))
-	stopped = true
-	stopProcess(t, command)
+	stopProcess(t, weirProcess)
 	if strings.Contains(tail(logPath, 1000), "forbidden") {
 		t.Errorf("weir was refused something under the shipped RBAC:\n%s", grep(logPath, "forbidden"))
 	}
@@ -201,13 +192,11 @@ func covered(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 
 func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 	t.Helper()
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	client, err := kube.Client(kubeconfig, 0, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every read of v1 Endpoints draws a deprecation warning; the tests read them on purpose.
-	config.WarningHandler = rest.NoWarnings{}
-	return kubernetes.NewForConfigOrDie(config)
+	return client
 }
 
 // writeTokenKubeconfig writes a kubeconfig for the admin kubeconfig's server that

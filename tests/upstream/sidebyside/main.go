@@ -17,6 +17,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"weir/tests/upstream/internal/audit"
+	"weir/tests/upstream/internal/harness"
+	"weir/tests/upstream/internal/kube"
 )
 
 type options struct {
@@ -32,8 +36,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.harness, "harness", os.Getenv("KUBE_HARNESS"), "kube-harness binary (env KUBE_HARNESS)")
-	flag.StringVar(&o.weir, "weir", os.Getenv("WEIR"), "weir binary, best a release build (env WEIR)")
+	harness.BinaryFlags(&o.harness, &o.weir, "best a release build")
 	flag.IntVar(&o.services, "services", 1000, "Services in the workload")
 	flag.IntVar(&o.pods, "pods-per-service", 10, "ready pods selected by each Service")
 	flag.IntVar(&o.qps, "qps", 20, "client QPS of each controller (kube-controller-manager's default)")
@@ -44,10 +47,7 @@ func main() {
 	flag.DurationVar(&o.churnFor, "churn-for", 60*time.Second, "how long the churn run flips readiness")
 	flag.BoolVar(&o.keep, "keep", false, "leave each side's harness directory (logs, audit log) in place")
 	flag.Parse()
-	if o.harness == "" || o.weir == "" {
-		fmt.Fprintln(os.Stderr, "sidebyside: --harness and --weir (or KUBE_HARNESS and WEIR) are required")
-		os.Exit(2)
-	}
+	harness.RequireBinaries("sidebyside", o.harness, o.weir)
 	if o.services < 1 || o.pods < 1 || o.qps < 1 || o.burst < 1 {
 		fmt.Fprintln(os.Stderr, "sidebyside: --services, --pods-per-service, --qps and --burst must be at least 1")
 		os.Exit(2)
@@ -92,13 +92,11 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 	if err != nil {
 		return r, err
 	}
-	if out, err := runCommand(o.harness, "up", dir); err != nil {
-		return r, fmt.Errorf("kube-harness up: %v\n%s", err, out)
+	if err := harness.Up(o.harness, dir); err != nil {
+		return r, err
 	}
 	defer func() {
-		if out, downErr := runCommand(o.harness, "down", dir); downErr != nil {
-			err = errors.Join(err, fmt.Errorf("kube-harness down: %v\n%s", downErr, out))
-		}
+		err = errors.Join(err, harness.Down(o.harness, dir))
 		if err == nil && !o.keep {
 			_ = os.RemoveAll(dir)
 		} else {
@@ -106,7 +104,8 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 		}
 	}()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	client, err := newClient(kubeconfig)
+	// The loader is not what is measured: its client is not rate limited.
+	client, err := kube.Client(kubeconfig, -1, 0, "")
 	if err != nil {
 		return r, err
 	}
@@ -115,38 +114,41 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 	if err := w.load(ctx, client); err != nil {
 		return r, err
 	}
-	audit := filepath.Join(dir, "audit.log")
-	before, err := countWrites(audit, namespace)
+	writes, err := audit.Open(filepath.Join(dir, "audit.log"))
+	if err != nil {
+		return r, err
+	}
+	stopFollowing := make(chan struct{})
+	defer close(stopFollowing)
+	go writes.Follow(100*time.Millisecond, stopFollowing)
+	// The load's own writes are read before the controller starts: what follows is the
+	// controller's.
+	before, err := quietWrites(writes, time.Second, o.timeout)
 	if err != nil {
 		return r, err
 	}
 
 	started := time.Now()
-	var controller *process
-	if side == "upstream" {
-		controller, err = startControllers(o.harness, kubeconfig, o.qps, o.burst, filepath.Join(dir, "upstream.log"))
-	} else {
-		controller, err = startWeir(o.weir, kubeconfig, o.qps, o.burst, dir)
-	}
+	controller, err := startSide(o, side, kubeconfig, dir)
 	if err != nil {
 		return r, err
 	}
-	defer func() { err = errors.Join(err, controller.stop()) }()
+	defer func() { err = errors.Join(err, controller.Stop()) }()
 	fmt.Fprintf(os.Stderr, "sidebyside: %s: started, waiting for convergence\n", side)
 	if err := w.waitConverged(ctx, client, o.timeout); err != nil {
 		return r, err
 	}
 	r.converge = time.Since(started)
-	if r.cpu, r.peakRSS, err = controller.usage(); err != nil {
+	if r.cpu, r.peakRSS, err = controller.Usage(); err != nil {
 		return r, err
 	}
 	// Writes are read once the controller is quiet: a converged state may still be followed
 	// by writes that change nothing, which count.
-	after, err := waitQuietWrites(audit, 3*time.Second, o.timeout)
+	after, err := quietWrites(writes, 3*time.Second, o.timeout)
 	if err != nil {
 		return r, err
 	}
-	r.writes = subtract(after, before)
+	r.writes = audit.Subtract(after, before)
 	fmt.Fprintf(os.Stderr, "sidebyside: %s: converged in %v\n", side, r.converge.Round(time.Millisecond))
 
 	if o.churnRate > 0 {
@@ -154,11 +156,11 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 		if err != nil {
 			return r, err
 		}
-		churned, err := waitQuietWrites(audit, 3*time.Second, o.timeout)
+		churned, err := quietWrites(writes, 3*time.Second, o.timeout)
 		if err != nil {
 			return r, err
 		}
-		r.churnWrites = subtract(churned, after)
+		r.churnWrites = audit.Subtract(churned, after)
 	}
 	return r, nil
 }

@@ -14,13 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"weir/tests/upstream/internal/kube"
 )
 
 const namespace = "bench"
 
-// loaders is how many goroutines create objects; the loader's client is not rate limited.
+// loaders is how many goroutines create objects.
 const loaders = 16
 
 // zones are the Nodes' zones; every pod runs on one of their Nodes.
@@ -29,17 +29,6 @@ var zones = []string{"zone-a", "zone-b", "zone-c"}
 // workload is N Services, each selecting its own M ready pods.
 type workload struct {
 	services, pods int
-}
-
-func newClient(kubeconfig string) (kubernetes.Interface, error) {
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	config.QPS, config.Burst = -1, 0 // the loader is not what is measured
-	// Every Endpoints read warns that the API is deprecated; the benchmark reads it on purpose.
-	config.WarningHandler = rest.NoWarnings{}
-	return kubernetes.NewForConfig(config)
 }
 
 func serviceName(i int) string { return fmt.Sprintf("svc-%d", i) }
@@ -57,10 +46,7 @@ func (w workload) load(ctx context.Context, client kubernetes.Interface) error {
 	if w.pods >= 1000 {
 		return fmt.Errorf("at most 999 pods per Service (their addresses are numbered per Service)")
 	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := client.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+	if err := kube.CreateNamespace(ctx, client, namespace); err != nil {
 		return err
 	}
 	for i, zone := range zones {

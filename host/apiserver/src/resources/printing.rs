@@ -8,69 +8,69 @@ use super::defs::{
 };
 use crate::util;
 
-/// Columns of the server-side printing (`kubectl get`), as `(name, type, format, priority)`.
-pub(crate) fn columns(r: usize) -> Vec<(&'static str, &'static str, &'static str, u8)> {
+/// A column of the server-side printing, as `(name, type, format, priority)`.
+type Column = (&'static str, &'static str, &'static str, u8);
+
+/// The object's name, first in most tables.
+const NAME: Column = ("Name", "string", "name", 0);
+
+/// A string column `kubectl get` shows.
+const fn col(name: &'static str) -> Column {
+    (name, "string", "", 0)
+}
+
+/// A string column only `kubectl get -o wide` shows.
+const fn wide(name: &'static str) -> Column {
+    (name, "string", "", 1)
+}
+
+/// Columns of the server-side printing (`kubectl get`).
+pub(crate) fn columns(r: usize) -> Vec<Column> {
     match r {
-        NAMESPACES => vec![
-            ("Name", "string", "name", 0),
-            ("Status", "string", "", 0),
-            ("Age", "string", "", 0),
-        ],
+        NAMESPACES => vec![NAME, col("Status"), col("Age")],
         SERVICES => vec![
-            ("Name", "string", "name", 0),
-            ("Type", "string", "", 0),
-            ("Cluster-IP", "string", "", 0),
-            ("External-IP", "string", "", 0),
-            ("Port(s)", "string", "", 0),
-            ("Age", "string", "", 0),
-            ("Selector", "string", "", 1),
+            NAME,
+            col("Type"),
+            col("Cluster-IP"),
+            col("External-IP"),
+            col("Port(s)"),
+            col("Age"),
+            wide("Selector"),
         ],
         PODS => vec![
-            ("Name", "string", "name", 0),
-            ("Ready", "string", "", 0),
-            ("Status", "string", "", 0),
-            ("Restarts", "string", "", 0),
-            ("Age", "string", "", 0),
-            ("IP", "string", "", 1),
-            ("Node", "string", "", 1),
+            NAME,
+            col("Ready"),
+            col("Status"),
+            col("Restarts"),
+            col("Age"),
+            wide("IP"),
+            wide("Node"),
         ],
-        ENDPOINTS => vec![
-            ("Name", "string", "name", 0),
-            ("Endpoints", "string", "", 0),
-            ("Age", "string", "", 0),
-        ],
+        ENDPOINTS => vec![NAME, col("Endpoints"), col("Age")],
         EVENTS | EVENTS_V1 => vec![
-            ("Last Seen", "string", "", 0),
-            ("Type", "string", "", 0),
-            ("Reason", "string", "", 0),
-            ("Object", "string", "", 0),
-            ("Message", "string", "", 0),
+            col("Last Seen"),
+            col("Type"),
+            col("Reason"),
+            col("Object"),
+            col("Message"),
         ],
-        LEASES => vec![
-            ("Name", "string", "name", 0),
-            ("Holder", "string", "", 0),
-            ("Age", "string", "", 0),
-        ],
-        CONFIGMAPS => vec![
-            ("Name", "string", "name", 0),
-            ("Data", "integer", "", 0),
-            ("Age", "string", "", 0),
-        ],
+        LEASES => vec![NAME, col("Holder"), col("Age")],
+        CONFIGMAPS => vec![NAME, ("Data", "integer", "", 0), col("Age")],
         NODES => vec![
-            ("Name", "string", "name", 0),
-            ("Status", "string", "", 0),
-            ("Roles", "string", "", 0),
-            ("Age", "string", "", 0),
-            ("Version", "string", "", 0),
-            ("Internal-IP", "string", "", 1),
-            ("Zone", "string", "", 1),
+            NAME,
+            col("Status"),
+            col("Roles"),
+            col("Age"),
+            col("Version"),
+            wide("Internal-IP"),
+            wide("Zone"),
         ],
         _ => vec![
-            ("Name", "string", "name", 0),
-            ("AddressType", "string", "", 0),
-            ("Ports", "string", "", 0),
-            ("Endpoints", "string", "", 0),
-            ("Age", "string", "", 0),
+            NAME,
+            col("AddressType"),
+            col("Ports"),
+            col("Endpoints"),
+            col("Age"),
         ],
     }
 }

@@ -8,45 +8,27 @@ use super::defs::{NAMESPACES, NODES, PODS, SERVICES};
 /// Runs `$body` with `$T` the k8s-openapi type of resource `$r`.
 macro_rules! with_type {
     ($r:expr, $T:ident => $body:expr) => {
+        $crate::resources::with_type!(@match $r, $T => $body;
+            NAMESPACES => k8s_openapi::api::core::v1::Namespace,
+            SERVICES => k8s_openapi::api::core::v1::Service,
+            PODS => k8s_openapi::api::core::v1::Pod,
+            ENDPOINTS => k8s_openapi::api::core::v1::Endpoints,
+            EVENTS => k8s_openapi::api::core::v1::Event,
+            LEASES => k8s_openapi::api::coordination::v1::Lease,
+            CONFIGMAPS => k8s_openapi::api::core::v1::ConfigMap,
+            NODES => k8s_openapi::api::core::v1::Node,
+            EVENTS_V1 => k8s_openapi::api::events::v1::Event;
+            _ => k8s_openapi::api::discovery::v1::EndpointSlice)
+    };
+    // One arm per resource, each binding `$T` to its type; the last resource is the default.
+    (@match $r:expr, $T:ident => $body:expr; $($k:ident => $ty:ty),+; _ => $default:ty) => {
         match $r {
-            $crate::resources::NAMESPACES => {
-                type $T = k8s_openapi::api::core::v1::Namespace;
+            $($crate::resources::$k => {
+                type $T = $ty;
                 $body
-            }
-            $crate::resources::SERVICES => {
-                type $T = k8s_openapi::api::core::v1::Service;
-                $body
-            }
-            $crate::resources::PODS => {
-                type $T = k8s_openapi::api::core::v1::Pod;
-                $body
-            }
-            $crate::resources::ENDPOINTS => {
-                type $T = k8s_openapi::api::core::v1::Endpoints;
-                $body
-            }
-            $crate::resources::EVENTS => {
-                type $T = k8s_openapi::api::core::v1::Event;
-                $body
-            }
-            $crate::resources::LEASES => {
-                type $T = k8s_openapi::api::coordination::v1::Lease;
-                $body
-            }
-            $crate::resources::CONFIGMAPS => {
-                type $T = k8s_openapi::api::core::v1::ConfigMap;
-                $body
-            }
-            $crate::resources::NODES => {
-                type $T = k8s_openapi::api::core::v1::Node;
-                $body
-            }
-            $crate::resources::EVENTS_V1 => {
-                type $T = k8s_openapi::api::events::v1::Event;
-                $body
-            }
+            })+
             _ => {
-                type $T = k8s_openapi::api::discovery::v1::EndpointSlice;
+                type $T = $default;
                 $body
             }
         }

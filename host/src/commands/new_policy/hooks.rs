@@ -18,18 +18,49 @@ pub enum HooksLang {
 /// The weir checkout this binary was built from.
 const CHECKOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
-const PY_POLICY: &str = include_str!("../../../templates/new-policy-python/policy.py.in");
-const PY_MAKEFILE: &str = include_str!("../../../templates/new-policy-python/Makefile.in");
-const PY_README: &str = include_str!("../../../templates/new-policy-python/README.md.in");
-const PY_GITIGNORE: &str = include_str!("../../../templates/new-policy-python/gitignore.in");
-const JS_POLICY: &str = include_str!("../../../templates/new-policy-js/policy.ts.in");
-const JS_MAKEFILE: &str = include_str!("../../../templates/new-policy-js/Makefile.in");
-const JS_README: &str = include_str!("../../../templates/new-policy-js/README.md.in");
-const JS_TSCONFIG: &str = include_str!("../../../templates/new-policy-js/tsconfig.json.in");
-const JS_GITIGNORE: &str = include_str!("../../../templates/new-policy-js/gitignore.in");
-/// The Rust template's policy and these behave alike on its cases.
-const CASE_EXCLUDED: &str = include_str!("../../../templates/new-policy/case-excluded.yaml.in");
-const CASE_CONFIGURED: &str = include_str!("../../../templates/new-policy/case-configured.yaml.in");
+/// The Python template's files: (path in the policy, template).
+const PYTHON_FILES: [(&str, &str); 4] = [
+    (
+        "policy.py",
+        include_str!("../../../templates/new-policy-python/policy.py.in"),
+    ),
+    (
+        "Makefile",
+        include_str!("../../../templates/new-policy-python/Makefile.in"),
+    ),
+    (
+        "README.md",
+        include_str!("../../../templates/new-policy-python/README.md.in"),
+    ),
+    (
+        ".gitignore",
+        include_str!("../../../templates/new-policy-python/gitignore.in"),
+    ),
+];
+
+/// The TypeScript template's files: (path in the policy, template).
+const JS_FILES: [(&str, &str); 5] = [
+    (
+        "policy.ts",
+        include_str!("../../../templates/new-policy-js/policy.ts.in"),
+    ),
+    (
+        "Makefile",
+        include_str!("../../../templates/new-policy-js/Makefile.in"),
+    ),
+    (
+        "README.md",
+        include_str!("../../../templates/new-policy-js/README.md.in"),
+    ),
+    (
+        "tsconfig.json",
+        include_str!("../../../templates/new-policy-js/tsconfig.json.in"),
+    ),
+    (
+        ".gitignore",
+        include_str!("../../../templates/new-policy-js/gitignore.in"),
+    ),
+];
 
 impl HooksLang {
     /// The SDK directory inside a weir checkout.
@@ -110,25 +141,20 @@ pub fn create(
             .replace("{{weir}}", &weir.display().to_string())
             .replace("{{guide}}", &guide.display().to_string())
     };
-    let mut files = vec![
-        ("cases/excluded-pod-left-out.yaml", fill(CASE_EXCLUDED)),
-        ("cases/configured-label.yaml", fill(CASE_CONFIGURED)),
+    // The Rust template's cases: its policy and these behave alike on them.
+    let cases = [
+        ("cases/excluded-pod-left-out.yaml", super::CASE_EXCLUDED),
+        ("cases/configured-label.yaml", super::CASE_CONFIGURED),
     ];
-    match lang {
-        HooksLang::Python => files.extend([
-            ("policy.py", fill(PY_POLICY)),
-            ("Makefile", fill(PY_MAKEFILE)),
-            ("README.md", fill(PY_README)),
-            (".gitignore", fill(PY_GITIGNORE)),
-        ]),
-        HooksLang::Js => files.extend([
-            ("policy.ts", fill(JS_POLICY)),
-            ("Makefile", fill(JS_MAKEFILE)),
-            ("README.md", fill(JS_README)),
-            ("tsconfig.json", fill(JS_TSCONFIG)),
-            (".gitignore", fill(JS_GITIGNORE)),
-        ]),
-    }
+    let own: &[(&str, &str)] = match lang {
+        HooksLang::Python => &PYTHON_FILES,
+        HooksLang::Js => &JS_FILES,
+    };
+    let files: Vec<(&str, String)> = cases
+        .iter()
+        .chain(own)
+        .map(|&(path, template)| (path, fill(template)))
+        .collect();
     super::write_files(&dir, &files)?;
     Ok(Created { dir, sdk })
 }

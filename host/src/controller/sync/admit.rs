@@ -1,92 +1,74 @@
-//! The third stage of a sync: admit the guest's decision. Each output's part is validated
-//! against the snapshot it was decided on before anything is written; a refused part refuses
-//! the whole decision (spec §13; R10 of `docs/upstream-endpointslices.md`).
+//! The third stage of a sync: admit the guest's decision ([`crate::reconcile::admit`]); a
+//! refused slice part is counted and reported as an Event on the Service.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use super::super::writer::EventRecorder;
-use super::slice_stats::{REFUSED, SliceStats};
+use crate::controller::sync::slice_stats::{REFUSED, SliceStats};
+use crate::controller::sync::{SyncError, Syncer};
+use crate::controller::writer::EventRecorder;
 use crate::model;
-use crate::reconcile::canonical;
-use crate::reconcile::validate::{Action, Violation, validate};
-use crate::reconcile::validate_slices::{SliceContext, SlicePlan, SliceViolation};
+use crate::reconcile::admit::{self, Target};
+use crate::reconcile::validate::Action;
+use crate::reconcile::validate_slices::{SlicePlan, SliceViolation};
 
-/// The Service a decision is for.
-#[derive(Debug, Clone, Copy)]
-pub struct Target<'a> {
-    /// Its namespace.
-    pub namespace: &'a str,
-    /// Its name.
-    pub name: &'a str,
-    /// Its uid; empty when the Service is gone.
-    pub uid: &'a str,
+/// An admitted decision: what to write, and what the guest reported.
+pub(super) struct Admitted {
+    pub(super) action: Action,
+    pub(super) plan: SlicePlan,
+    pub(super) events: Vec<model::ServiceEvent>,
+    pub(super) errors: Vec<String>,
 }
 
-/// The Endpoints part of a decision, checked against `stored` (the snapshot it was decided
-/// on) and the address cap.
-pub fn endpoints(
-    target: Target<'_>,
-    decision: model::EndpointsDecision,
-    stored: Option<&Endpoints>,
-    max_addresses: usize,
-) -> Result<Action, Violation> {
-    validate(
-        target.namespace,
-        target.name,
-        decision,
-        stored,
-        max_addresses,
-    )
-}
-
-/// The slice part of a decision, checked against the stored slices and the request's pods,
-/// which the decision's endpoints may name.
-pub fn slices(
-    target: Target<'_>,
-    max_endpoints_per_slice: usize,
-    (stored, pods): (&[Arc<EndpointSlice>], &[model::Pod]),
-    changes: model::SliceChanges,
-) -> Result<SlicePlan, SliceViolation> {
-    let stored: Vec<&EndpointSlice> = stored.iter().map(Arc::as_ref).collect();
-    let ctx = SliceContext {
-        namespace: target.namespace,
-        name: target.name,
-        service_uid: (!target.uid.is_empty()).then_some(target.uid),
-        stored: &stored,
-        max_endpoints_per_slice,
-        pods,
-    };
-    let mut plan = crate::reconcile::validate_slices::plan(&ctx, changes)?;
-    drop_unchanged_updates(&mut plan, &stored);
-    Ok(plan)
-}
-
-/// Leaves out the updates that would change nothing (D15 of docs/upstream-behaviour.md §18):
-/// upstream writes them, and the API server answers each without storing anything, but each is
-/// a request, and a Service whose sync repeats one (a zoneless endpoint removing its hints, on
-/// every Node change under D10) would send a stream of them.
-fn drop_unchanged_updates(plan: &mut SlicePlan, stored: &[&EndpointSlice]) {
-    plan.update.retain(|update| {
-        let name = update.metadata.name.as_deref();
-        let unchanged = stored
-            .iter()
-            .find(|s| s.metadata.name.as_deref() == name)
-            .is_some_and(|old| canonical::slice_unchanged(update, old));
-        if unchanged {
-            tracing::debug!(
-                slice = name.unwrap_or(""),
-                "slice update changes nothing; not written"
-            );
-        }
-        !unchanged
-    });
+impl Syncer {
+    /// Takes the decision apart and admits each output's part; a refused slice part is
+    /// recorded as such (a counter and an Event).
+    pub(super) async fn admit(
+        &self,
+        target: Target<'_>,
+        decision: Result<model::Decision, crate::runtime::CallError>,
+        stored: Option<&Endpoints>,
+        stored_slices: (&[Arc<EndpointSlice>], &[model::Pod]),
+        max_addresses: usize,
+        slices_on: bool,
+    ) -> Result<Admitted, SyncError> {
+        // Taken apart, not cloned: each part goes where it is used.
+        let model::Decision {
+            endpoints,
+            slices,
+            errors,
+            events,
+        } = decision?;
+        let action = if self.outputs.endpoints {
+            admit::endpoints(target, endpoints, stored, max_addresses)?
+        } else {
+            Action::None
+        };
+        let plan = if slices_on {
+            let max = self.outputs.max_endpoints_per_slice;
+            match admit::slices(target, max, stored_slices, slices) {
+                Ok(plan) => plan,
+                Err(violation) => {
+                    refuse_slices(&self.slice_stats, &self.events, target, &violation).await;
+                    return Err(violation.into());
+                }
+            }
+        } else {
+            SlicePlan::default()
+        };
+        Ok(Admitted {
+            action,
+            plan,
+            events,
+            errors,
+        })
+    }
 }
 
 /// Records a refused slice decision: a counter and an Event on the Service.
-pub async fn refuse_slices(
+async fn refuse_slices(
     stats: &SliceStats,
     events: &EventRecorder,
     target: Target<'_>,

@@ -1,8 +1,8 @@
 //! What a sync ends with: the outcome it reports, or the error that sends its key back to the
 //! queue.
 
-use super::super::consistency::Inconsistent;
-use super::super::writer::WriteError;
+use crate::controller::watch::consistency::Inconsistent;
+use crate::controller::writer::WriteError;
 use crate::reconcile::validate::Violation;
 use crate::reconcile::validate_slices::SliceViolation;
 use crate::runtime::CallError;

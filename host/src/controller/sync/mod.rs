@@ -1,46 +1,42 @@
 //! The sync of one Service key, as a pipeline whose stages each take only the parts they need:
 //!
-//! 1. [`request`]: read the caches once and build the guest's request (spec §5.1–5.9), behind
-//!    the [`stale`] guards;
+//! 1. [`request`]: read the caches once and build the guest's request (spec §5.1–5.9),
+//!    behind the stale-cache guards of the [`ledger`](crate::controller::ledger);
 //! 2. call the guest, within its deadline and memory cap;
-//! 3. [`admit`]: validate both outputs' parts of the decision (spec §13, R10);
+//! 3. [`admit`]: validate both outputs' parts of the decision (spec §13, R10), with
+//!    [`crate::reconcile::admit`];
 //! 4. [`write`]: Endpoints first, then the EndpointSlices.
 //!
-//! The shadow guest's decision is compared off this path ([`compare`]). `spec §` numbers are
+//! The shadow guest's decision is compared off this path ([`crate::controller::shadow`]). `spec §` numbers are
 //! those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
 //! `docs/upstream-endpointslices.md`.
 
 pub mod admit;
-pub mod compare;
 mod error;
 pub mod request;
 pub mod slice_stats;
-pub mod stale;
 pub mod write;
 
 use std::sync::Arc;
 
 pub use error::{SyncError, SyncOutcome};
 pub use slice_stats::SliceStats;
-pub use stale::StaleTracker;
 
-use super::cache::Cache;
-use super::consistency::ResetGate;
-use super::outputs::Outputs;
-use super::shadow::{Job, Shadow};
-use super::slice_tracker::SliceTracker;
-use super::writer::{EventRecorder, Writer};
+use crate::controller::ledger::Ledger;
+use crate::controller::outputs::Outputs;
+use crate::controller::shadow::{Job, Shadow};
+use crate::controller::store::Cache;
+use crate::controller::watch::consistency::ResetGate;
+use crate::controller::writer::{EventRecorder, Writer};
 use crate::metrics::{Metrics, ResultLabel};
 use crate::model;
+use crate::reconcile::admit::Target;
 use crate::reconcile::trigger_time::TriggerTimeTracker;
-use crate::reconcile::validate::Action;
-use crate::reconcile::validate_slices::SlicePlan;
 use crate::runtime::ActiveGuest;
 use crate::runtime::health::CallHealth;
-use admit::Target;
 use request::{Prepared, Reader};
 use slice_stats::FAILED_TO_UPDATE;
-use write::{EndpointsOutput, SlicesOutput};
+use write::{EndpointsOutput, Sink, SlicesOutput};
 
 /// Everything a sync needs; shared by all workers.
 pub struct Syncer {
@@ -56,8 +52,8 @@ pub struct Syncer {
     pub events: EventRecorder,
     /// Trigger times.
     pub trigger_times: TriggerTimeTracker,
-    /// Stale-cache guard.
-    pub stale: StaleTracker,
+    /// weir's own writes: recorded by the writes, checked before each decision.
+    pub ledger: Arc<Ledger>,
     /// Outcomes of guest calls, per guest digest (hot-swap rollback reads it).
     pub health: Arc<CallHealth>,
     /// A second guest run after every sync for comparison only (`--shadow-guest`), off the
@@ -67,18 +63,8 @@ pub struct Syncer {
     pub metrics: Arc<Metrics>,
     /// Which outputs weir writes, and how.
     pub outputs: Outputs,
-    /// Stale-cache guard of the slice path.
-    pub slice_tracker: SliceTracker,
     /// Counters of the slice path.
     pub slice_stats: SliceStats,
-}
-
-/// An admitted decision: what to write, and what the guest reported.
-struct Admitted {
-    action: Action,
-    plan: SlicePlan,
-    events: Vec<model::ServiceEvent>,
-    errors: Vec<String>,
 }
 
 impl Syncer {
@@ -177,52 +163,6 @@ impl Syncer {
         Ok(outcome)
     }
 
-    /// Takes the decision apart and admits each output's part; a refused slice part is
-    /// recorded as such (a counter and an Event).
-    async fn admit(
-        &self,
-        target: Target<'_>,
-        decision: Result<model::Decision, crate::runtime::CallError>,
-        stored: Option<&k8s_openapi::api::core::v1::Endpoints>,
-        stored_slices: (
-            &[Arc<k8s_openapi::api::discovery::v1::EndpointSlice>],
-            &[model::Pod],
-        ),
-        max_addresses: usize,
-        slices_on: bool,
-    ) -> Result<Admitted, SyncError> {
-        // Taken apart, not cloned: each part goes where it is used.
-        let model::Decision {
-            endpoints,
-            slices,
-            errors,
-            events,
-        } = decision?;
-        let action = if self.outputs.endpoints {
-            admit::endpoints(target, endpoints, stored, max_addresses)?
-        } else {
-            Action::None
-        };
-        let plan = if slices_on {
-            let max = self.outputs.max_endpoints_per_slice;
-            match admit::slices(target, max, stored_slices, slices) {
-                Ok(plan) => plan,
-                Err(violation) => {
-                    admit::refuse_slices(&self.slice_stats, &self.events, target, &violation).await;
-                    return Err(violation.into());
-                }
-            }
-        } else {
-            SlicePlan::default()
-        };
-        Ok(Admitted {
-            action,
-            plan,
-            events,
-            errors,
-        })
-    }
-
     /// Records the Events the guest asked for, and fails the sync (after its writes) when the
     /// guest reported errors, so the key is retried.
     async fn report(
@@ -260,25 +200,6 @@ impl Syncer {
         Err(SyncError::Decision(errors))
     }
 
-    /// Records how the shadow guest's decision compares with the live one of `job`.
-    pub fn compare_shadow(
-        &self,
-        job: &Job,
-        shadow: Result<model::Decision, crate::runtime::CallError>,
-    ) {
-        compare::compare_shadow(self.outputs, &self.metrics, job, shadow);
-    }
-
-    /// The Services of a slice event whose slice cache caught up with weir's writes (see
-    /// [`stale::slices_caught_up`]).
-    pub fn slices_caught_up(
-        &self,
-        old: Option<&k8s_openapi::api::discovery::v1::EndpointSlice>,
-        new: Option<&k8s_openapi::api::discovery::v1::EndpointSlice>,
-    ) -> Vec<String> {
-        stale::slices_caught_up(&self.slice_tracker, &self.cache, old, new)
-    }
-
     /// What a sync of `key` starts from (see [`Reader::prepare`]), with the active guest's
     /// configuration.
     pub fn prepare(&self, key: &str) -> Result<Prepared, SyncError> {
@@ -290,18 +211,23 @@ impl Syncer {
             cache: &self.cache,
             outputs: self.outputs,
             trigger_times: &self.trigger_times,
-            stale: &self.stale,
-            slice_tracker: &self.slice_tracker,
+            ledger: &self.ledger,
             stale_slice_syncs: &self.slice_stats.stale,
+        }
+    }
+
+    fn sink(&self) -> Sink<'_> {
+        Sink {
+            consistency: &self.consistency,
+            writer: &self.writer,
+            events: &self.events,
         }
     }
 
     fn endpoints_output(&self) -> EndpointsOutput<'_> {
         EndpointsOutput {
-            consistency: &self.consistency,
-            writer: &self.writer,
-            events: &self.events,
-            stale: &self.stale,
+            sink: self.sink(),
+            stale: &self.ledger.endpoints,
             trigger_times: &self.trigger_times,
             cache: &self.cache,
             metrics: &self.metrics,
@@ -310,10 +236,8 @@ impl Syncer {
 
     fn slices_output(&self) -> SlicesOutput<'_> {
         SlicesOutput {
-            consistency: &self.consistency,
-            writer: &self.writer,
-            events: &self.events,
-            tracker: &self.slice_tracker,
+            sink: self.sink(),
+            tracker: &self.ledger.slices,
             stats: &self.slice_stats,
         }
     }

@@ -7,11 +7,10 @@ use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use prometheus_client::metrics::counter::Counter;
 
-use super::super::cache::Cache;
-use super::super::outputs::Outputs;
-use super::super::slice_tracker::SliceTracker;
-use super::error::{SyncError, SyncOutcome};
-use super::stale::{StaleTracker, check_slices_fresh};
+use crate::controller::ledger::Ledger;
+use crate::controller::outputs::Outputs;
+use crate::controller::store::Cache;
+use crate::controller::sync::error::{SyncError, SyncOutcome};
 use crate::model::{self, Service};
 use crate::reconcile::request::{Selected, SliceInputs};
 use crate::reconcile::trigger_time::TriggerTimeTracker;
@@ -46,10 +45,8 @@ pub struct Reader<'a> {
     pub outputs: Outputs,
     /// Trigger times, fed with each request's pods.
     pub trigger_times: &'a TriggerTimeTracker,
-    /// The Endpoints stale-cache guard.
-    pub stale: &'a StaleTracker,
-    /// The slice stale-cache guard.
-    pub slice_tracker: &'a SliceTracker,
+    /// weir's own writes, which the caches must show before a sync decides.
+    pub ledger: &'a Ledger,
     /// Where a sync refused as stale for its slices is counted.
     pub stale_slice_syncs: &'a Counter,
 }
@@ -70,7 +67,7 @@ impl Reader<'_> {
             // Its slices go by garbage collection through their ownerReference, and a Service
             // created again under this name starts afresh (R1.20). With Endpoints managed too,
             // their DELETE forgets the trigger time as well (spec §5.2).
-            self.slice_tracker.forget(key);
+            self.ledger.slices.forget(key);
             self.trigger_times.forget(key);
         }
         // The one read of the stored Endpoints in this sync: the guest decides on this
@@ -87,7 +84,7 @@ impl Reader<'_> {
             Some(s) if gets_endpoints(s) => {
                 if let Some(ep) = &stored {
                     let rv = ep.metadata.resource_version.clone().unwrap_or_default();
-                    if self.stale.is_stale(key, &rv) {
+                    if self.ledger.endpoints.is_stale(key, &rv) {
                         return Err(SyncError::StaleCache(key.to_string(), rv));
                     }
                 }
@@ -100,7 +97,10 @@ impl Reader<'_> {
         {
             // Same order as for Endpoints (R1.26 after R1.20–R1.22).
             let stored = self.cache.slices.for_service(key);
-            check_slices_fresh(self.slice_tracker, self.stale_slice_syncs, key, &stored)?;
+            if !self.ledger.slices_fresh(key, &stored) {
+                self.stale_slice_syncs.inc();
+                return Err(SyncError::StaleSlices(key.to_string()));
+            }
         }
         let request = self.selected(key, (namespace, name), service, stored.as_deref(), config);
         Ok(Prepared::Call {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::reconcile::validate::Action;
 use crate::reconcile::validate_slices::SlicePlan;
 use crate::runtime::Guest;
 use k8s_openapi::api::core::v1 as core;
@@ -26,12 +27,11 @@ fn syncer() -> Syncer {
         writer: Writer::DryRun,
         events: EventRecorder::new(Writer::DryRun, std::time::Duration::from_secs(60)),
         trigger_times: TriggerTimeTracker::default(),
-        stale: StaleTracker::default(),
+        ledger: Arc::default(),
         health: Arc::default(),
         shadow: None,
         metrics: Arc::default(),
         outputs: crate::controller::Outputs::default(),
-        slice_tracker: Default::default(),
         slice_stats: Default::default(),
     }
 }
@@ -61,7 +61,7 @@ fn selecting() -> serde_json::Value {
 async fn stale_guard_comes_after_not_found_external_name_and_nil_selector() {
     let s = syncer();
     s.cache.apply_endpoints(endpoints("5", "10.0.0.1"));
-    s.stale.superseded("ns/s", "5".into());
+    s.ledger.endpoints.superseded("ns/s", "5".into());
     // nil selector: left alone, not held up by the guard.
     s.cache
         .apply_service(&service(json!({"ports": [{"port": 80}]})));
@@ -117,7 +117,7 @@ async fn s74_a_slice_cache_behind_our_write_fails_the_sync_as_stale_and_writes_n
     s.cache.apply_service(&ipv4_service());
     s.cache.slices.apply(owned_slice("a", 10));
     // Tracked 12, cached 10: the cache has not seen weir's last write.
-    s.slice_tracker.written("ns/s", &owned_slice("a", 12));
+    s.ledger.slices.written("ns/s", &owned_slice("a", 12));
     let error = s.sync("ns/s").await.unwrap_err();
     assert!(
         matches!(&error, SyncError::StaleSlices(k) if k == "ns/s"),
@@ -133,7 +133,7 @@ async fn s74_a_slice_cache_behind_our_write_fails_the_sync_as_stale_and_writes_n
     // Tracked 10 / cached 10 and tracked 1 / cached 10: the sync goes ahead (the stored
     // placeholder is right for a Service without pods, so it writes nothing either).
     for tracked in [10, 1] {
-        s.slice_tracker.written("ns/s", &owned_slice("a", tracked));
+        s.ledger.slices.written("ns/s", &owned_slice("a", tracked));
         s.sync("ns/s").await.unwrap();
     }
     assert_eq!(s.slice_stats.stale.get(), 1);
@@ -147,14 +147,14 @@ async fn s75_an_expected_delete_still_listed_or_a_written_slice_missing_is_stale
     s.cache.slices.apply(owned_slice("a", 1));
     s.sync("ns/s").await.unwrap();
     // weir deleted "a" but the cache still lists it.
-    s.slice_tracker.deleted("ns/s", "a");
+    s.ledger.slices.deleted("ns/s", "a");
     assert!(matches!(
         s.sync("ns/s").await,
         Err(SyncError::StaleSlices(_))
     ));
     s.cache.slices.delete("ns", "a");
     // weir created "b" and the cache has not got it yet.
-    s.slice_tracker.written("ns/s", &owned_slice("b", 1));
+    s.ledger.slices.written("ns/s", &owned_slice("b", 1));
     assert!(matches!(
         s.sync("ns/s").await,
         Err(SyncError::StaleSlices(_))
@@ -176,7 +176,7 @@ async fn s73_a_deleted_service_forgets_its_slice_and_trigger_time_state_and_writ
 async fn s73_case(s: &Syncer) {
     s.cache.apply_service(&ipv4_service());
     s.cache.slices.apply(owned_slice("a", 3));
-    s.slice_tracker.written("ns/s", &owned_slice("a", 3));
+    s.ledger.slices.written("ns/s", &owned_slice("a", 3));
     let view = s.cache.service("ns", "s").unwrap().view;
     assert!(s.trigger_times.compute("ns/s", &view, &[]).is_some());
     s.cache.delete_service("ns", "s");
@@ -189,8 +189,8 @@ async fn s73_case(s: &Syncer) {
         "no slice write for a deleted Service"
     );
     // The tracker forgot the Service: a stale-looking cache no longer fails a sync.
-    assert!(!s.slice_tracker.is_stale("ns/s", []));
-    assert!(!s.slice_tracker.has(&owned_slice("a", 3)));
+    assert!(!s.ledger.slices.is_stale("ns/s", []));
+    assert!(!s.ledger.slices.has(&owned_slice("a", 3)));
     // The trigger-time tracker forgot it too: a new Service of that name starts from its
     // creation time again.
     assert_eq!(
@@ -210,7 +210,7 @@ fn apply_ready_pod(s: &Syncer, name: &str, node: &str, ip: &str) {
     }))
     .unwrap();
     s.cache
-        .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
+        .apply_pod(crate::controller::store::CachedPod::from_pod(&pod));
 }
 
 /// The slice plan a sync of `ns/s` would write, without writing it.
@@ -222,13 +222,13 @@ async fn slice_plan(s: &Syncer) -> SlicePlan {
     let request = s.reader().request(*request, &stored, true);
     let decision = s.guest.current().call(&request).await.unwrap();
     assert!(decision.errors.is_empty(), "{:?}", decision.errors);
-    let target = admit::Target {
+    let target = crate::reconcile::admit::Target {
         namespace: "ns",
         name: "s",
         uid: "u1",
     };
     let max = s.outputs.max_endpoints_per_slice;
-    admit::slices(target, max, (&stored, &request.pods), decision.slices).unwrap()
+    crate::reconcile::admit::slices(target, max, (&stored, &request.pods), decision.slices).unwrap()
 }
 
 #[tokio::test]
@@ -236,7 +236,7 @@ async fn s97_a_zone_added_to_a_node_appears_at_the_services_next_sync() {
     let s = syncer();
     s.cache.apply_service(&ipv4_service());
     apply_ready_pod(&s, "p1", "node-1", "10.1.0.1");
-    let node = |zone: Option<&str>| crate::controller::slices::NodeView {
+    let node = |zone: Option<&str>| crate::controller::store::slices::NodeView {
         zone: zone.map(str::to_string),
         ready: true,
         cpu_millis: 1000,
@@ -290,8 +290,8 @@ async fn s91_a_later_write_without_a_newer_ready_transition_drops_the_trigger_ti
     }))
     .unwrap();
     s.cache
-        .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
-    let node = crate::controller::slices::NodeView {
+        .apply_pod(crate::controller::store::CachedPod::from_pod(&pod));
+    let node = crate::controller::store::slices::NodeView {
         zone: None,
         ready: true,
         cpu_millis: 1000,
@@ -355,7 +355,7 @@ async fn endpoints_without_a_service_are_deleted_only_after_the_service_was() {
 
 #[tokio::test]
 async fn no_write_from_caches_that_may_mix_two_api_servers() {
-    use crate::controller::consistency::{Inconsistent, ResetCause};
+    use crate::controller::watch::consistency::{Inconsistent, ResetCause};
     let s = syncer();
     s.cache.apply_service(&service(selecting()));
     s.cache.delete_service("ns", "s");
@@ -423,7 +423,7 @@ fn the_request_and_the_write_see_one_endpoints_snapshot() {
         }))
         .unwrap();
         s.cache
-            .apply_pod(crate::controller::cache::CachedPod::from_pod(&pod));
+            .apply_pod(crate::controller::store::CachedPod::from_pod(&pod));
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flipper = {
@@ -453,8 +453,8 @@ fn the_request_and_the_write_see_one_endpoints_snapshot() {
     flipper.join().unwrap();
 }
 
-fn target(uid: &str) -> admit::Target<'_> {
-    admit::Target {
+fn target(uid: &str) -> crate::reconcile::admit::Target<'_> {
+    crate::reconcile::admit::Target {
         namespace: "ns",
         name: "s",
         uid,
@@ -486,7 +486,7 @@ async fn d15_an_update_that_changes_nothing_is_not_written() {
         );
         apply_ready_pod(&s, &name, &node, &ip);
     }
-    let node = |zone: Option<&str>| crate::controller::slices::NodeView {
+    let node = |zone: Option<&str>| crate::controller::store::slices::NodeView {
         zone: zone.map(str::to_string),
         ready: zone.is_some(),
         cpu_millis: 1000,

@@ -2,27 +2,37 @@
 //! EndpointSlices (spec §5.10–5.13; R4.22, R6). Every write first checks that the caches the
 //! decision came from are still the current epoch's.
 
-use super::super::cache::Cache;
-use super::super::consistency::{Epoch, ResetGate};
-use super::super::slice_tracker::SliceTracker;
-use super::super::writer::{EventRecorder, SliceWrite, Writer, Written, is_namespace_terminating};
-use super::admit::Target;
-use super::error::{SyncError, SyncOutcome};
-use super::slice_stats::{FAILED_TO_UPDATE, SliceStats};
-use super::stale::StaleTracker;
+use crate::controller::ledger::StaleTracker;
+use crate::controller::ledger::slices::SliceTracker;
+use crate::controller::store::Cache;
+use crate::controller::sync::error::{SyncError, SyncOutcome};
+use crate::controller::sync::slice_stats::{FAILED_TO_UPDATE, SliceStats};
+use crate::controller::watch::consistency::{Epoch, ResetGate};
+use crate::controller::writer::{
+    EventRecorder, SliceWrite, Writer, Written, is_namespace_terminating,
+};
 use crate::metrics::{Metrics, WriteLabels};
+use crate::reconcile::admit::Target;
 use crate::reconcile::trigger_time::TriggerTimeTracker;
 use crate::reconcile::validate::Action;
 use crate::reconcile::validate_slices::SlicePlan;
 
-/// What writing Endpoints touches.
-pub struct EndpointsOutput<'a> {
+/// Where both outputs' writes go: each checks the epoch first, and a failure is reported as
+/// an Event.
+#[derive(Clone, Copy)]
+pub struct Sink<'a> {
     /// The epoch every write checks.
     pub consistency: &'a ResetGate,
     /// Where writes go.
     pub writer: &'a Writer,
     /// Failure events.
     pub events: &'a EventRecorder,
+}
+
+/// What writing Endpoints touches.
+pub struct EndpointsOutput<'a> {
+    /// Where the write goes.
+    pub sink: Sink<'a>,
     /// Learns the resourceVersions weir writes.
     pub stale: &'a StaleTracker,
     /// Forgets a deleted key's trigger time.
@@ -44,7 +54,7 @@ impl EndpointsOutput<'_> {
     ) -> Result<SyncOutcome, SyncError> {
         let outcome = self.store(key, target, action, epoch).await?;
         if let SyncOutcome::Written(action) = outcome {
-            let result = match self.writer {
+            let result = match self.sink.writer {
                 Writer::DryRun => "dry_run",
                 Writer::Api(..) => "success",
             };
@@ -69,7 +79,7 @@ impl EndpointsOutput<'_> {
         epoch: Epoch,
     ) -> Result<SyncOutcome, SyncError> {
         if !matches!(action, Action::None) {
-            self.consistency.check(epoch)?;
+            self.sink.consistency.check(epoch)?;
         }
         let write_error = |action: &'static str, source| SyncError::Write {
             action,
@@ -80,6 +90,7 @@ impl EndpointsOutput<'_> {
             Action::None => Ok(SyncOutcome::Unchanged),
             Action::Delete => {
                 let written = self
+                    .sink
                     .writer
                     .delete(key, namespace, name)
                     .await
@@ -99,12 +110,12 @@ impl EndpointsOutput<'_> {
             // delete, that nobody asked for.
             Action::Create(_)
                 if self.cache.take_vanished_endpoints(key)
-                    && !self.writer.service_exists(namespace, name, uid).await =>
+                    && !self.sink.writer.service_exists(namespace, name, uid).await =>
             {
                 tracing::debug!(%key, "the Service is gone; not creating its Endpoints again");
                 Ok(SyncOutcome::Unchanged)
             }
-            Action::Create(ep) => match self.writer.store(key, namespace, &ep, true).await {
+            Action::Create(ep) => match self.sink.writer.store(key, namespace, &ep, true).await {
                 Ok(written) => {
                     if let Written::Stored(stored) = written {
                         self.stale.wrote(key, stored.metadata.resource_version);
@@ -117,7 +128,8 @@ impl EndpointsOutput<'_> {
                 }
                 Err(e) => {
                     let message = format!("Failed to create endpoint for service {key}: {e}");
-                    self.events
+                    self.sink
+                        .events
                         .warn(namespace, name, uid, "FailedToCreateEndpoint", &message)
                         .await;
                     Err(write_error("create", e))
@@ -125,7 +137,7 @@ impl EndpointsOutput<'_> {
             },
             Action::Update(ep) => {
                 let sent = ep.metadata.resource_version.clone().unwrap_or_default();
-                match self.writer.store(key, namespace, &ep, false).await {
+                match self.sink.writer.store(key, namespace, &ep, false).await {
                     Ok(Written::Stored(stored)) => {
                         if stored
                             .metadata
@@ -141,7 +153,8 @@ impl EndpointsOutput<'_> {
                     Ok(_) => Ok(SyncOutcome::Written("update")),
                     Err(e) => {
                         let message = format!("Failed to update endpoint {key}: {e}");
-                        self.events
+                        self.sink
+                            .events
                             .warn(namespace, name, uid, "FailedToUpdateEndpoint", &message)
                             .await;
                         Err(write_error("update", e))
@@ -154,12 +167,8 @@ impl EndpointsOutput<'_> {
 
 /// What writing EndpointSlices touches.
 pub struct SlicesOutput<'a> {
-    /// The epoch every write checks.
-    pub consistency: &'a ResetGate,
-    /// Where writes go.
-    pub writer: &'a Writer,
-    /// Failure events.
-    pub events: &'a EventRecorder,
+    /// Where the writes go.
+    pub sink: Sink<'a>,
     /// Learns the generations weir writes.
     pub tracker: &'a SliceTracker,
     /// Counts writes.
@@ -191,7 +200,8 @@ impl SlicesOutput<'_> {
             && !matches!(e, SyncError::Inconsistent(_))
         {
             let message = format!("Error updating Endpoint Slices for Service {key}: {e}");
-            self.events
+            self.sink
+                .events
                 .warn(
                     target.namespace,
                     target.name,
@@ -224,8 +234,9 @@ impl SlicesOutput<'_> {
             plan.create
         };
         for slice in creates {
-            self.consistency.check(epoch)?;
+            self.sink.consistency.check(epoch)?;
             match self
+                .sink
                 .writer
                 .store_slice(key, SliceWrite::Create, &slice)
                 .await
@@ -245,8 +256,9 @@ impl SlicesOutput<'_> {
             }
         }
         for slice in plan.update {
-            self.consistency.check(epoch)?;
+            self.sink.consistency.check(epoch)?;
             let stored = self
+                .sink
                 .writer
                 .store_slice(key, SliceWrite::Update, &slice)
                 .await
@@ -258,8 +270,9 @@ impl SlicesOutput<'_> {
             *written += 1;
         }
         for delete in plan.delete {
-            self.consistency.check(epoch)?;
+            self.sink.consistency.check(epoch)?;
             let deleted = self
+                .sink
                 .writer
                 .delete_slice(key, namespace, &delete.name, &delete.uid)
                 .await

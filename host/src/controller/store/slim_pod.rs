@@ -33,10 +33,13 @@ pub struct Condition {
 
 /// A named container port.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Port {
-    name: Text,
-    port: i32,
-    protocol: Text,
+pub struct ContainerPort {
+    /// `name`.
+    pub name: Text,
+    /// `containerPort`.
+    pub port: i32,
+    /// `protocol`.
+    pub protocol: Text,
 }
 
 /// Values shared between pods, each kept once; see the module documentation.
@@ -74,7 +77,7 @@ struct Pools {
     text: Pool<str>,
     pairs: Pool<[(Text, Text)]>,
     conditions: Pool<[Condition]>,
-    ports: Pool<[Port]>,
+    ports: Pool<[ContainerPort]>,
 }
 
 /// One set of pools for the process: pods seen by any cache share them. Only the pod
@@ -104,23 +107,28 @@ impl Pools {
 }
 
 /// A cached pod: what the guest's Pod view holds, with the shared parts pooled.
+///
+/// The fields are visible to the crate so that the code that must decide about each of them
+/// (the re-sync trigger, `reflect::triggers::pod_change`) destructures it without `..`: a field
+/// added here fails to compile there until it is decided. Pods are made only by
+/// [`SlimPod::new`], which pools the shared parts.
 #[derive(Debug)]
 pub struct SlimPod {
-    namespace: Text,
-    name: Text,
-    uid: Box<str>,
-    labels: Arc<[(Text, Text)]>,
-    annotations: Arc<[(Text, Text)]>,
-    node_name: Text,
-    hostname: Text,
-    subdomain: Text,
-    pod_ip: Option<Box<str>>,
-    pod_ips: Box<[Box<str>]>,
-    phase: Text,
-    conditions: Arc<[Condition]>,
-    container_ports: Arc<[Port]>,
-    terminating: bool,
-    resource_version: Box<str>,
+    pub(crate) namespace: Text,
+    pub(crate) name: Text,
+    pub(crate) uid: Box<str>,
+    pub(crate) labels: Arc<[(Text, Text)]>,
+    pub(crate) annotations: Arc<[(Text, Text)]>,
+    pub(crate) node_name: Text,
+    pub(crate) hostname: Text,
+    pub(crate) subdomain: Text,
+    pub(crate) pod_ip: Option<Box<str>>,
+    pub(crate) pod_ips: Box<[Box<str>]>,
+    pub(crate) phase: Text,
+    pub(crate) conditions: Arc<[Condition]>,
+    pub(crate) container_ports: Arc<[ContainerPort]>,
+    pub(crate) terminating: bool,
+    pub(crate) resource_version: Box<str>,
 }
 
 fn texts(pairs: &[(Text, Text)]) -> Vec<model::KeyValue> {
@@ -136,9 +144,30 @@ fn texts(pairs: &[(Text, Text)]) -> Vec<model::KeyValue> {
 impl SlimPod {
     /// Compacts a Pod view; `resource_version` is the pod's `metadata.resourceVersion`.
     pub fn new(view: model::Pod, resource_version: &str) -> Self {
+        // Every field of the view, without `..`: a field added to the contract fails to
+        // compile here until the cache decides whether to keep it.
+        let model::Pod {
+            namespace,
+            name,
+            uid,
+            labels,
+            annotations,
+            node_name,
+            hostname,
+            subdomain,
+            pod_ip,
+            pod_ips,
+            phase,
+            conditions,
+            terminating,
+            // Both come from the Node cache at each sync, so a Node change is seen without
+            // touching the pods.
+            node_exists: _,
+            zone: _,
+            container_ports,
+        } = view;
         let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
-        let conditions: Vec<Condition> = view
-            .conditions
+        let conditions: Vec<Condition> = conditions
             .iter()
             .map(|c| Condition {
                 kind: pools.text(&c.condition_type),
@@ -146,38 +175,33 @@ impl SlimPod {
                 since: c.last_transition_time.as_deref().map(|t| pools.text(t)),
             })
             .collect();
-        let ports: Vec<Port> = view
-            .container_ports
+        let ports: Vec<ContainerPort> = container_ports
             .iter()
-            .map(|p| Port {
+            .map(|p| ContainerPort {
                 name: pools.text(&p.name),
                 port: p.port,
                 protocol: pools.text(&p.protocol),
             })
             .collect();
         SlimPod {
-            namespace: pools.text(&view.namespace),
-            name: Arc::from(view.name),
-            uid: view.uid.into_boxed_str(),
-            labels: pools.pairs(&view.labels),
-            annotations: pools.pairs(&view.annotations),
-            node_name: pools.text(&view.node_name),
-            hostname: pools.text(&view.hostname),
-            subdomain: pools.text(&view.subdomain),
-            pod_ip: view.pod_ip.map(String::into_boxed_str),
-            pod_ips: view
-                .pod_ips
-                .into_iter()
-                .map(String::into_boxed_str)
-                .collect(),
-            phase: pools.text(&view.phase),
+            namespace: pools.text(&namespace),
+            name: Arc::from(name),
+            uid: uid.into_boxed_str(),
+            labels: pools.pairs(&labels),
+            annotations: pools.pairs(&annotations),
+            node_name: pools.text(&node_name),
+            hostname: pools.text(&hostname),
+            subdomain: pools.text(&subdomain),
+            pod_ip: pod_ip.map(String::into_boxed_str),
+            pod_ips: pod_ips.into_iter().map(String::into_boxed_str).collect(),
+            phase: pools.text(&phase),
             conditions: pools
                 .conditions
                 .get(conditions.as_slice(), || Arc::from(conditions.as_slice())),
             container_ports: pools
                 .ports
                 .get(ports.as_slice(), || Arc::from(ports.as_slice())),
-            terminating: view.terminating,
+            terminating,
             resource_version: resource_version.into(),
         }
     }

@@ -1,9 +1,11 @@
 //! The reflector: what each informer's changes do to weir's caches, and which keys they queue.
 //!
 //! Every watched kind is one [`CacheSide`]: how an object enters and leaves its cache, and
-//! what it queues when it does ([`super::triggers`] says which keys). [`reflect`] holds the
+//! what it queues when it does ([`crate::controller::reflect::triggers`] says which keys). [`reflect`] holds the
 //! relist bookkeeping they share: after a relist, whatever the cache holds that the relist did
 //! not deliver again was deleted while the watch was down.
+
+pub mod triggers;
 
 use std::collections::HashSet;
 use std::hash::Hash;
@@ -14,11 +16,12 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Resource;
 
-use super::cache::{CachedPod, key};
-use super::handle::Handle;
-use super::informer::Change;
-use super::slices::NodeView;
-use super::triggers::{node_enqueues, pod_enqueues, slice_enqueues};
+use crate::controller::handle::Handle;
+use crate::controller::ledger::Ledger;
+use crate::controller::store::slices::NodeView;
+use crate::controller::store::{CachedPod, key};
+use crate::controller::watch::Change;
+use triggers::{node_enqueues, pod_enqueues, slice_enqueues};
 
 /// One kind's cache, as its informer's changes reach it.
 pub trait CacheSide<K> {
@@ -163,13 +166,18 @@ impl CacheSide<core::Pod> for Pods {
 }
 
 /// Endpoints: a change by anyone but weir queues its Service (D3).
-pub struct EndpointsObjects(pub Handle);
+pub struct EndpointsObjects {
+    /// The controller.
+    pub handle: Handle,
+    /// weir's own writes, whose coming back queues nothing.
+    pub ledger: Arc<Ledger>,
+}
 
 impl CacheSide<core::Endpoints> for EndpointsObjects {
     type Id = String;
 
     fn apply(&mut self, ep: core::Endpoints) -> String {
-        let h = &self.0;
+        let h = &self.handle;
         let (ns, name) = names(&ep);
         let k = key(&ns, &name);
         let rv = ep.metadata.resource_version.clone();
@@ -179,7 +187,7 @@ impl CacheSide<core::Endpoints> for EndpointsObjects {
         // nothing to do, and it would race the watch of the slices written in the same
         // sync and fail as stale. Before the first sync the leftover sweep covers every
         // object instead.
-        let own = h.syncer.stale.is_own_write(&k, rv.as_deref());
+        let own = self.ledger.is_own_endpoints_write(&k, rv.as_deref());
         if h.is_synced() && !own && old.is_none_or(|old_rv| old_rv != rv) {
             h.enqueue(k.clone());
         }
@@ -192,7 +200,7 @@ impl CacheSide<core::Endpoints> for EndpointsObjects {
     }
 
     fn cached(&self) -> Vec<String> {
-        self.0
+        self.handle
             .cache
             .endpoints_keys()
             .into_iter()
@@ -201,8 +209,8 @@ impl CacheSide<core::Endpoints> for EndpointsObjects {
     }
 
     fn vanished(&mut self, k: String) {
-        self.0.cache.delete_endpoints(&k);
-        self.0.enqueue(k);
+        self.handle.cache.delete_endpoints(&k);
+        self.handle.enqueue(k);
     }
 }
 
@@ -211,6 +219,8 @@ impl CacheSide<core::Endpoints> for EndpointsObjects {
 pub struct Slices {
     /// The controller.
     pub handle: Handle,
+    /// weir's own slice writes, which a stale sync waits for.
+    pub ledger: Arc<Ledger>,
     /// The delay of pod-driven syncs, which slice-driven ones take at least.
     pub batch: Duration,
 }
@@ -218,10 +228,10 @@ pub struct Slices {
 impl Slices {
     fn enqueue(&self, old: Option<&EndpointSlice>, new: Option<&EndpointSlice>) {
         let h = &self.handle;
-        for (k, delay) in slice_enqueues(&h.syncer.slice_tracker, self.batch, old, new) {
+        for (k, delay) in slice_enqueues(&self.ledger.slices, self.batch, old, new) {
             h.enqueue_after(k, delay);
         }
-        for k in h.syncer.slices_caught_up(old, new) {
+        for k in self.ledger.slices_caught_up(&h.cache, old, new) {
             h.enqueue(k);
         }
     }

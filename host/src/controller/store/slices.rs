@@ -8,11 +8,9 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use super::packed::Packed;
-use super::slice_tracker::{
-    LABEL_MANAGED_BY, LABEL_SERVICE_NAME, SliceTracker, is_managed, label, service_key,
-};
+use crate::controller::store::packed::Packed;
 use crate::model;
+use crate::model::labels::service_key;
 
 use weir_policy::well_known::{
     TOPOLOGY_AWARE_HINTS_ANNOTATION as TOPOLOGY_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION,
@@ -49,7 +47,7 @@ struct SliceIndex {
 }
 
 fn object_key(slice: &EndpointSlice) -> String {
-    super::key::key(
+    crate::controller::store::key::key(
         slice.metadata.namespace.as_deref().unwrap_or(""),
         slice.metadata.name.as_deref().unwrap_or(""),
     )
@@ -95,7 +93,7 @@ impl SliceCache {
 
     /// Forgets a deleted slice, returning what was cached.
     pub fn delete(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
-        write(&self.inner).remove(&super::key::key(namespace, name))
+        write(&self.inner).remove(&crate::controller::store::key::key(namespace, name))
     }
 
     /// Every cached slice labelled for the Service `key`, whoever manages it.
@@ -223,54 +221,6 @@ impl NodeCache {
     }
 }
 
-/// Service keys a slice event enqueues (R1.15); `old`/`new` are `None` for an add or a
-/// delete. A delete of a slice weir tracks is recorded in `tracker`.
-pub fn keys_for_slice(
-    tracker: &SliceTracker,
-    old: Option<&EndpointSlice>,
-    new: Option<&EndpointSlice>,
-) -> Vec<String> {
-    match (old, new) {
-        (None, None) => Vec::new(),
-        (None, Some(slice)) => {
-            if is_managed(slice) && tracker.should_sync(slice) {
-                service_key(slice).into_iter().collect()
-            } else {
-                Vec::new()
-            }
-        }
-        (Some(old), Some(new)) => {
-            // A slice that left weir's hands (another Service or another manager) is no
-            // longer expected by the old Service's sync. Upstream keeps expecting it and so
-            // fails every later sync of that Service as stale (R1.32); weir forgets it.
-            if service_key(old) != service_key(new) || (is_managed(old) && !is_managed(new)) {
-                tracker.handle_deletion(old);
-            }
-            if label(old, LABEL_SERVICE_NAME) != label(new, LABEL_SERVICE_NAME) {
-                // Moved to another Service: both must look again.
-                return service_key(new)
-                    .into_iter()
-                    .chain(service_key(old))
-                    .collect();
-            }
-            let ownership_changed = label(old, LABEL_MANAGED_BY) != label(new, LABEL_MANAGED_BY)
-                && (is_managed(old) || is_managed(new));
-            if ownership_changed || (is_managed(new) && tracker.should_sync(new)) {
-                service_key(new).into_iter().collect()
-            } else {
-                Vec::new()
-            }
-        }
-        (Some(slice), None) => {
-            if is_managed(slice) && tracker.has(slice) && !tracker.handle_deletion(slice) {
-                service_key(slice).into_iter().collect()
-            } else {
-                Vec::new()
-            }
-        }
-    }
-}
-
 /// Whether a Service asks for topology-aware hints (the annotation, not trafficDistribution).
 pub fn wants_topology_hints(service: &model::Service) -> bool {
     let get = |key: &str| {
@@ -286,12 +236,18 @@ pub fn wants_topology_hints(service: &model::Service) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::slice_tracker::MANAGED_BY;
+pub(crate) mod tests {
     use super::*;
+    use crate::model::labels::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY};
     use serde_json::json;
 
-    fn slice(name: &str, service: &str, managed_by: &str, generation: i64) -> EndpointSlice {
+    /// A slice `ns/name` of `service`, managed by `managed_by`, with a managedFields entry.
+    pub(crate) fn slice(
+        name: &str,
+        service: &str,
+        managed_by: &str,
+        generation: i64,
+    ) -> EndpointSlice {
         serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": "ns", "uid": name, "generation": generation,
                          "labels": {LABEL_SERVICE_NAME: service, LABEL_MANAGED_BY: managed_by},
@@ -323,54 +279,6 @@ mod tests {
         cache.delete("ns", "c");
         assert_eq!(names(cache.for_service("ns/bar")), ["a"]);
         assert_eq!(cache.len(), 2);
-    }
-
-    #[test]
-    fn slice_events_follow_upstream() {
-        // S76.
-        let t = SliceTracker::default();
-        let ours = slice("a", "foo", MANAGED_BY, 1);
-        assert_eq!(keys_for_slice(&t, None, Some(&ours)), ["ns/foo"]);
-        assert!(
-            keys_for_slice(&t, None, Some(&slice("x", "foo", "other", 1))).is_empty(),
-            "foreign slices are not ours to sync for"
-        );
-        t.written("ns/foo", &ours);
-        assert!(
-            keys_for_slice(&t, None, Some(&ours)).is_empty(),
-            "our own write"
-        );
-        let edited = slice("a", "foo", MANAGED_BY, 2);
-        assert_eq!(keys_for_slice(&t, Some(&ours), Some(&edited)), ["ns/foo"]);
-        let taken = slice("a", "foo", "other", 1);
-        assert_eq!(keys_for_slice(&t, Some(&ours), Some(&taken)), ["ns/foo"]);
-        assert!(
-            !t.is_stale("ns/foo", []),
-            "a slice handed to another manager is no longer expected (unlike upstream's R1.32)"
-        );
-        t.written("ns/foo", &ours);
-        let moved = slice("a", "bar", MANAGED_BY, 1);
-        assert_eq!(
-            keys_for_slice(&t, Some(&ours), Some(&moved)),
-            ["ns/bar", "ns/foo"]
-        );
-        t.written("ns/foo", &ours);
-        assert_eq!(
-            keys_for_slice(&t, Some(&ours), None),
-            ["ns/foo"],
-            "unexpected delete"
-        );
-        assert!(
-            keys_for_slice(&t, Some(&slice("u", "foo", MANAGED_BY, 1)), None).is_empty(),
-            "untracked delete"
-        );
-        let b = slice("b", "foo", MANAGED_BY, 1);
-        t.written("ns/foo", &b);
-        t.deleted("ns/foo", "b");
-        assert!(
-            keys_for_slice(&t, Some(&b), None).is_empty(),
-            "our own delete"
-        );
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The shadow comparison: the shadow guest's decision admitted as the live one was, and
 //! compared with it in the canonical form ([`crate::reconcile::canonical`]). Writes nothing.
 
-use super::super::outputs::Outputs;
-use super::super::shadow::Job;
-use super::admit::{self, Target};
+use crate::controller::outputs::Outputs;
+use crate::controller::shadow::Job;
 use crate::metrics::{Metrics, ResultLabel};
 use crate::model;
+use crate::reconcile::admit::{self, Target};
 use crate::reconcile::canonical::{self, same_action, slice_plan};
 use crate::reconcile::validate::Action;
 use crate::reconcile::validate_slices::SlicePlan;

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use super::cache::{Cache, CachedPod, Key, key};
-use super::slice_tracker::SliceTracker;
-use super::slices::{self, NodeView};
+use crate::controller::ledger::slices::SliceTracker;
+use crate::controller::store::slices::NodeView;
+use crate::controller::store::slim_pod::SlimPod;
+use crate::controller::store::{Cache, CachedPod, Key, key};
 use crate::model;
+use crate::model::labels::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME, is_managed, label, service_key};
 
 /// What changed between two versions of a pod, as far as Endpoints care (spec §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,16 +28,43 @@ pub fn pod_change(old: &CachedPod, new: &CachedPod) -> Option<PodChange> {
     if old.resource_version() == new.resource_version() && !old.resource_version().is_empty() {
         return None;
     }
+    // Every field of the cached pod, without `..`: a field added to the pod fails to compile
+    // here until it is decided whether its change re-syncs the Services (spec §2.5).
+    let SlimPod {
+        // The pod's identity: a pod with another name or uid is another pod (a delete and an
+        // add), and its namespace is fixed.
+        namespace: _,
+        name: _,
+        uid: _,
+        labels,
+        annotations,
+        // Set once, at binding; the IPs and readiness that follow re-sync (spec §2.5 ignores it).
+        node_name: _,
+        hostname,
+        subdomain,
+        // `pod_ips` holds it as its first entry.
+        pod_ip: _,
+        pod_ips,
+        // Read through `ready()` below: only the Ready condition re-syncs, and a phase change
+        // alone does not (spec §2.5); a pod that ends loses its readiness or its IPs as well.
+        phase: _,
+        conditions: _,
+        // Fixed in a pod's spec, so never changed by an update (spec §2.5 ignores them too).
+        container_ports: _,
+        terminating,
+        resource_version: _,
+    } = &**old;
     // Upstream compares deletion timestamps as pointers, so any update of a terminating pod
     // counts as a change.
-    let terminating = old.terminating() || new.terminating();
+    let terminating = *terminating || new.terminating;
     // D14: a policy may read annotations (the drain-annotation example), so a change of them
     // re-syncs too; upstream's controllers read none.
     let endpoints = terminating
         || old.ready() != new.ready()
-        || old.pod_ips() != new.pod_ips()
-        || old.annotations() != new.annotations();
-    let membership = old.labels() != new.labels() || old.dns_names() != new.dns_names();
+        || pod_ips != &new.pod_ips
+        || annotations != &new.annotations;
+    let membership =
+        labels != &new.labels || (hostname, subdomain) != (&new.hostname, &new.subdomain);
     (endpoints || membership).then_some(PodChange {
         endpoints,
         membership,
@@ -116,10 +145,58 @@ pub fn slice_enqueues(
     old: Option<&EndpointSlice>,
     new: Option<&EndpointSlice>,
 ) -> Vec<(String, Duration)> {
-    slices::keys_for_slice(tracker, old, new)
+    keys_for_slice(tracker, old, new)
         .into_iter()
         .map(|k| (k, slice_delay(batch)))
         .collect()
+}
+
+/// Service keys a slice event enqueues (R1.15); `old`/`new` are `None` for an add or a
+/// delete. A delete of a slice weir tracks is recorded in `tracker`.
+pub fn keys_for_slice(
+    tracker: &SliceTracker,
+    old: Option<&EndpointSlice>,
+    new: Option<&EndpointSlice>,
+) -> Vec<String> {
+    match (old, new) {
+        (None, None) => Vec::new(),
+        (None, Some(slice)) => {
+            if is_managed(slice) && tracker.should_sync(slice) {
+                service_key(slice).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+        (Some(old), Some(new)) => {
+            // A slice that left weir's hands (another Service or another manager) is no
+            // longer expected by the old Service's sync. Upstream keeps expecting it and so
+            // fails every later sync of that Service as stale (R1.32); weir forgets it.
+            if service_key(old) != service_key(new) || (is_managed(old) && !is_managed(new)) {
+                tracker.handle_deletion(old);
+            }
+            if label(old, LABEL_SERVICE_NAME) != label(new, LABEL_SERVICE_NAME) {
+                // Moved to another Service: both must look again.
+                return service_key(new)
+                    .into_iter()
+                    .chain(service_key(old))
+                    .collect();
+            }
+            let ownership_changed = label(old, LABEL_MANAGED_BY) != label(new, LABEL_MANAGED_BY)
+                && (is_managed(old) || is_managed(new));
+            if ownership_changed || (is_managed(new) && tracker.should_sync(new)) {
+                service_key(new).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+        (Some(slice), None) => {
+            if is_managed(slice) && tracker.has(slice) && !tracker.handle_deletion(slice) {
+                service_key(slice).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+    }
 }
 
 /// The Services a Node change re-syncs at once. Only topology-aware hints depend on Nodes
@@ -323,5 +400,55 @@ pub(crate) mod tests {
         assert_ne!(running.view().phase, failed.view().phase);
         assert_eq!(pod_change(&running, &failed), None);
         assert!(keys_for_pod(&ab_services(), Some(&running), Some(&failed)).is_empty());
+    }
+
+    #[test]
+    fn slice_events_follow_upstream() {
+        use crate::controller::store::slices::tests::slice;
+        use crate::model::labels::MANAGED_BY;
+        // S76.
+        let t = SliceTracker::default();
+        let ours = slice("a", "foo", MANAGED_BY, 1);
+        assert_eq!(keys_for_slice(&t, None, Some(&ours)), ["ns/foo"]);
+        assert!(
+            keys_for_slice(&t, None, Some(&slice("x", "foo", "other", 1))).is_empty(),
+            "foreign slices are not ours to sync for"
+        );
+        t.written("ns/foo", &ours);
+        assert!(
+            keys_for_slice(&t, None, Some(&ours)).is_empty(),
+            "our own write"
+        );
+        let edited = slice("a", "foo", MANAGED_BY, 2);
+        assert_eq!(keys_for_slice(&t, Some(&ours), Some(&edited)), ["ns/foo"]);
+        let taken = slice("a", "foo", "other", 1);
+        assert_eq!(keys_for_slice(&t, Some(&ours), Some(&taken)), ["ns/foo"]);
+        assert!(
+            !t.is_stale("ns/foo", []),
+            "a slice handed to another manager is no longer expected (unlike upstream's R1.32)"
+        );
+        t.written("ns/foo", &ours);
+        let moved = slice("a", "bar", MANAGED_BY, 1);
+        assert_eq!(
+            keys_for_slice(&t, Some(&ours), Some(&moved)),
+            ["ns/bar", "ns/foo"]
+        );
+        t.written("ns/foo", &ours);
+        assert_eq!(
+            keys_for_slice(&t, Some(&ours), None),
+            ["ns/foo"],
+            "unexpected delete"
+        );
+        assert!(
+            keys_for_slice(&t, Some(&slice("u", "foo", MANAGED_BY, 1)), None).is_empty(),
+            "untracked delete"
+        );
+        let b = slice("b", "foo", MANAGED_BY, 1);
+        t.written("ns/foo", &b);
+        t.deleted("ns/foo", "b");
+        assert!(
+            keys_for_slice(&t, Some(&b), None).is_empty(),
+            "our own delete"
+        );
     }
 }

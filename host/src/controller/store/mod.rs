@@ -11,12 +11,17 @@ use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::core::v1 as core;
 
-use super::packed::Packed;
-use super::slim_pod::{SlimPod, Text};
+pub mod key;
+pub mod packed;
+pub mod slices;
+pub mod slim_pod;
+
 use crate::model;
 use crate::selector::{LabelSelector, labels_match};
+use packed::Packed;
+use slim_pod::{SlimPod, Text};
 
-pub use super::key::{Key, key};
+pub use key::{Key, key};
 
 /// A cached pod: its compact view (see [`SlimPod`]) with the resourceVersion that tells a
 /// resync from a change. Cloning shares it.
@@ -151,9 +156,9 @@ pub struct Cache {
     endpoints: RwLock<HashMap<Key, CachedEndpoints>>,
     service_selector: Option<LabelSelector>,
     /// EndpointSlices of every manager, indexed by Service.
-    pub slices: super::slices::SliceCache,
+    pub slices: crate::controller::store::slices::SliceCache,
     /// Nodes, reduced to their zone.
-    pub nodes: super::slices::NodeCache,
+    pub nodes: crate::controller::store::slices::NodeCache,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -290,7 +295,9 @@ impl Cache {
             .iter()
             .flat_map(|(ns, svcs)| {
                 svcs.iter()
-                    .filter(|(_, s)| super::slices::wants_topology_hints(&s.view))
+                    .filter(|(_, s)| {
+                        crate::controller::store::slices::wants_topology_hints(&s.view)
+                    })
                     .map(move |(n, _)| key(ns, n))
             })
             .collect()

@@ -12,6 +12,8 @@
 //! After the backoff the next sync is its trial: a call that does not time out ends the
 //! suspension (and resets the backoff), one that times out suspends it again.
 
+pub mod compare;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -13,7 +13,7 @@
 //! grow; a value that does not parse as one is never compared.
 //!
 //! Whatever the sign, a reset makes every informer list afresh and stops writes until all of
-//! them have (see [`super::consistency`]).
+//! them have (see [`crate::controller::watch::consistency`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +25,11 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 
-use super::consistency::{ResetCause, ResetGate, Seen};
+use crate::client::needs_relist;
+
+pub mod consistency;
+
+use consistency::{ResetCause, ResetGate, Seen};
 
 /// A change seen by an informer. Full objects are handled one at a time and never buffered,
 /// so a relist of 150k pods does not hold 150k decoded Pods.
@@ -130,27 +134,6 @@ pub struct Watch {
 
 fn resource_version<K: Resource>(o: &K) -> Option<u64> {
     o.meta().resource_version.as_deref()?.parse().ok()
-}
-
-/// Whether a watch error means the server does not know weir's resourceVersion: `410 Gone`
-/// (expired, compacted) or `504` "Too large resource version" (the server's history is
-/// behind it, as after an etcd restore). Both need a fresh list.
-pub fn needs_relist(error: &watcher::Error) -> bool {
-    let status = match error {
-        watcher::Error::WatchError(status) => status.as_ref(),
-        watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.as_ref(),
-        _ => return false,
-    };
-    let too_large = status.code == 504
-        && (status.message.contains("Too large resource version")
-            || status.details.as_ref().is_some_and(|d| {
-                d.causes
-                    .iter()
-                    .any(|c| c.reason == "ResourceVersionTooLarge")
-            }));
-    status.code == 410 || too_large
 }
 
 fn object_key<K: Resource>(o: &K) -> String {
@@ -342,42 +325,5 @@ where
             tracing::debug!(error = %e, "API server check failed");
             None
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kube::core::Status;
-
-    fn status(code: u16, message: &str) -> Box<Status> {
-        Box::new(Status {
-            code,
-            message: message.into(),
-            ..Status::default()
-        })
-    }
-
-    #[test]
-    fn gone_and_too_large_resource_versions_need_a_relist() {
-        let start = |s| watcher::Error::WatchStartFailed(kube::Error::Api(s));
-        assert!(needs_relist(&start(status(
-            410,
-            "too old resource version: 5 (9)"
-        ))));
-        assert!(needs_relist(&watcher::Error::WatchError(status(
-            410, "gone"
-        ))));
-        assert!(needs_relist(&start(status(
-            504,
-            "Timeout: Too large resource version: 900, current: 12"
-        ))));
-        assert!(!needs_relist(&start(status(
-            504,
-            "Timeout: request did not complete"
-        ))));
-        assert!(!needs_relist(&start(status(500, "boom"))));
-        assert!(!needs_relist(&start(status(403, "forbidden"))));
-        assert!(!needs_relist(&watcher::Error::NoResourceVersion));
     }
 }

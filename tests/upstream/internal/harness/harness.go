@@ -1,0 +1,142 @@
+// Package harness drives what the drivers (conformance, sidebyside) run: a kube-harness API
+// server (Up, Down), and against it the two sides, each scoped to one namespace: upstream's
+// endpoints and EndpointSlice controllers (`kube-harness controllers`) and `weir run`. The
+// caller passes its own flags on top (tuning, client limits, a guest).
+package harness
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"weir/tests/upstream/internal/procs"
+)
+
+// StartLimit bounds how long either side may take to start.
+const StartLimit = 2 * time.Minute
+
+// SyncedLine starts the line `kube-harness controllers` prints on stderr once its informers are
+// synced.
+const SyncedLine = "kube-harness: upstream endpoints and EndpointSlice controllers synced"
+
+// BinaryFlags defines the flags --harness and --weir, the paths of the two binaries, which
+// default to the environment variables KUBE_HARNESS and WEIR (`make conformance` sets them);
+// weirHint, if not empty, is added to --weir's usage.
+func BinaryFlags(harness, weir *string, weirHint string) {
+	flag.StringVar(harness, "harness", os.Getenv("KUBE_HARNESS"), "kube-harness binary (env KUBE_HARNESS)")
+	if weirHint != "" {
+		weirHint = ", " + weirHint
+	}
+	flag.StringVar(weir, "weir", os.Getenv("WEIR"), "weir binary"+weirHint+" (env WEIR)")
+}
+
+// RequireBinaries exits with status 2 unless both binaries are named; command starts the
+// message.
+func RequireBinaries(command, harness, weir string) {
+	if harness == "" || weir == "" {
+		fmt.Fprintf(os.Stderr, "%s: --harness and --weir (or KUBE_HARNESS and WEIR) are required\n", command)
+		os.Exit(2)
+	}
+}
+
+// Up starts a kube-harness API server in dir (`kube-harness up`).
+func Up(harness, dir string) error {
+	if out, err := procs.Run(harness, "up", dir); err != nil {
+		return fmt.Errorf("kube-harness up: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Down stops the API server Up started in dir (`kube-harness down`).
+func Down(harness, dir string) error {
+	if out, err := procs.Run(harness, "down", dir); err != nil {
+		return fmt.Errorf("kube-harness down: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Upstream starts `kube-harness controllers` on ns with the extra flags, its output in logPath,
+// and returns once it prints SyncedLine: from then on, every change is seen.
+func Upstream(harness, kubeconfig, ns, logPath string, extra ...string) (*procs.Process, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	command := exec.Command(harness, append([]string{"controllers", "--kubeconfig", kubeconfig, "--namespace", ns}, extra...)...)
+	stderr, err := command.StderrPipe()
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	command.Stdout = log
+	p, err := procs.Start("upstream controllers", command)
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	synced := make(chan struct{})
+	go func() {
+		defer log.Close()
+		scanner := bufio.NewScanner(stderr)
+		announced := false
+		for scanner.Scan() {
+			fmt.Fprintln(log, scanner.Text())
+			if !announced && strings.HasPrefix(scanner.Text(), SyncedLine) {
+				announced = true
+				close(synced)
+			}
+		}
+		// A line too long for the scanner ends the scan; the rest is still drained, so that a
+		// full pipe never blocks the controllers.
+		_, _ = io.Copy(log, stderr)
+	}()
+	select {
+	case <-synced:
+		return p, nil
+	case <-p.Exited():
+		return nil, fmt.Errorf("upstream controllers exited during start (%v); see %s", p.Err(), logPath)
+	case <-time.After(StartLimit):
+		_ = p.Stop()
+		return nil, fmt.Errorf("upstream controllers did not sync within %v; see %s", StartLimit, logPath)
+	}
+}
+
+// Weir starts `weir run` on ns with the extra flags, without leader election (upstream's
+// controllers run without it too), its output in logPath and its guest cache in dir, and
+// returns once its admin endpoint answers ready (a path: /healthz once it runs, /readyz once it
+// has synced).
+func Weir(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*procs.Process, error) {
+	port, err := procs.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	admin := fmt.Sprintf("127.0.0.1:%d", port)
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	// The child holds its own descriptor.
+	defer log.Close()
+	command := exec.Command(weir, append([]string{"run", "--kubeconfig", kubeconfig, "--namespace", ns,
+		"--leader-elect=false", "--admin-addr", admin, "--cache-dir", filepath.Join(dir, "weir-cache")}, extra...)...)
+	// Several weir processes may run at once: no HTTPS metrics listener on its fixed default
+	// port.
+	command.Env = append(os.Environ(), "WEIR_LOG=info", "WEIR_METRICS_SECURE=false")
+	command.Stdout = log
+	command.Stderr = log
+	p, err := procs.Start("weir", command)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitHTTP("http://"+admin+ready, StartLimit, logPath); err != nil {
+		_ = p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
