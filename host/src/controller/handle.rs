@@ -93,14 +93,12 @@ impl Handle {
     }
 
     /// Enqueues every managed Service once (after a guest swap, the rules changed, and on
-    /// every resync), and every key whose Endpoints still wait for deletion. Nothing on a
-    /// standby (see [`Handle::enqueue`]).
+    /// every resync). Nothing on a standby (see [`Handle::enqueue`]).
     pub fn enqueue_all(&self) -> usize {
         if !self.gate.is_leading() {
             return 0;
         }
-        let mut keys = self.cache.service_keys();
-        keys.extend(self.cache.deletable_keys());
+        let keys = self.cache.service_keys();
         let n = keys.len();
         for k in keys {
             self.queue.add(k);

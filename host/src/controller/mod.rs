@@ -66,7 +66,7 @@ use sync::{SliceStats, Syncer};
 use watch::consistency::ResetGate;
 use watch::{ApiHealth, Watch, informer};
 pub use watch::{DEFAULT_PAGE_SIZE, InitialList};
-use workers::{recheck_after_resets, resync, sweep_leftovers, worker};
+use workers::{enqueue_everything, recheck_after_resets, resync, sweep_leftovers, worker};
 use writer::{EventRecorder, Writer};
 
 /// How the controller runs.
@@ -260,7 +260,10 @@ impl Controller {
         };
         informers.spawn(informer(
             self.api::<core::Service>(&self.clients.shared),
-            reflect(Services(handle.clone())),
+            reflect(Services {
+                handle: handle.clone(),
+                ledger: self.ledger.clone(),
+            }),
             synced_tx.clone(),
             "services",
             watch.clone(),
@@ -345,9 +348,9 @@ impl Controller {
         // all of the initial lists, or some of them when the Lease came first): the leader
         // checks every Service now, as a restart would. The gate opened before this reads the
         // caches, so every later event queues its key itself.
-        handle.enqueue_all();
+        enqueue_everything(&handle, &self.ledger);
         let leftovers = if outputs.endpoints {
-            sweep_leftovers(&handle)
+            sweep_leftovers(&handle, &self.ledger)
         } else {
             0
         };
@@ -368,8 +371,12 @@ impl Controller {
                 shutdown.clone(),
             ));
         }
-        informers.spawn(resync(handle.clone(), self.config.resync_period));
-        informers.spawn(recheck_after_resets(handle.clone()));
+        informers.spawn(resync(
+            handle.clone(),
+            self.ledger.clone(),
+            self.config.resync_period,
+        ));
+        informers.spawn(recheck_after_resets(handle.clone(), self.ledger.clone()));
         if let (Some(shadow), Some(jobs)) = (handle.shadow.clone(), self.shadow_jobs.take()) {
             let metrics = self.config.metrics.clone();
             informers.spawn(shadow.run(jobs, move |job, decision| {

@@ -506,3 +506,43 @@ async fn endpoints_deleted_with_their_service_are_not_created_again() {
     );
     server.shutdown().await;
 }
+
+/// A managed Service's deletion, as its watch reports it, makes its Endpoints weir's to
+/// delete; the sync deletes them and settles the debt, so a later sync of the key writes
+/// nothing. The same Service seen again owes nothing.
+#[tokio::test]
+async fn a_deleted_services_endpoints_are_deleted_once_through_the_reflector() {
+    use crate::controller::sync::SyncOutcome;
+    let (server, client, h, syncer) = handle_with_one_service().await;
+    assert_eq!(
+        syncer.sync("ns/foo").await.unwrap(),
+        SyncOutcome::Written("create")
+    );
+    let svc: core::Service =
+        serde_json::from_value(server.store().get("services", "ns", "foo").unwrap()).unwrap();
+    let mut on_services =
+        crate::controller::reflect::reflect(crate::controller::reflect::Services {
+            handle: h.clone(),
+            ledger: syncer.ledger.clone(),
+        });
+    // Seen again, it owes nothing.
+    on_services(crate::controller::watch::Change::Apply(svc.clone()));
+    assert!(!syncer.ledger.deletes.is_owed("ns/foo"));
+    kube::Api::<core::Service>::namespaced(client, "ns")
+        .delete("foo", &Default::default())
+        .await
+        .unwrap();
+    on_services(crate::controller::watch::Change::Delete(svc));
+    assert!(syncer.ledger.deletes.is_owed("ns/foo"));
+    let cached_before = h.cache.endpoints("ns/foo").is_some();
+    assert_eq!(
+        syncer.sync("ns/foo").await.unwrap(),
+        SyncOutcome::Written("delete")
+    );
+    assert!(server.store().get("endpoints", "ns", "foo").is_none());
+    assert!(!syncer.ledger.deletes.is_owed("ns/foo"), "settled");
+    // The write stage left the caches as the watches last reported them.
+    assert_eq!(h.cache.endpoints("ns/foo").is_some(), cached_before);
+    assert_eq!(syncer.sync("ns/foo").await.unwrap(), SyncOutcome::Unchanged);
+    server.shutdown().await;
+}

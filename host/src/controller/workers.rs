@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::controller::handle::Handle;
+use crate::controller::ledger::Ledger;
 use crate::controller::sync::{SyncError, Syncer};
 use crate::metrics::{ResultLabel, WriteLabels};
 use crate::queue::Retry;
@@ -15,12 +16,12 @@ use crate::queue::Retry;
 /// Enqueues every cached Endpoints without the leader-election annotation, and allows deleting
 /// those without a Service, so they get deleted (spec §4). This is the only time weir deletes
 /// Endpoints it did not see a Service for. Returns how many were enqueued.
-pub fn sweep_leftovers(handle: &Handle) -> usize {
+pub fn sweep_leftovers(handle: &Handle, ledger: &Ledger) -> usize {
     let mut n = 0;
     for (k, leader) in handle.cache.endpoints_keys() {
         if !leader {
             if !handle.cache.has_service(&k) {
-                handle.cache.mark_deletable(&k);
+                ledger.deletes.owe(&k);
             }
             handle.queue.add(k);
             n += 1;
@@ -29,29 +30,43 @@ pub fn sweep_leftovers(handle: &Handle) -> usize {
     n
 }
 
+/// Queues every managed Service, and every key whose Endpoints still wait for deletion.
+/// Nothing on a standby.
+pub fn enqueue_everything(handle: &Handle, ledger: &Ledger) -> usize {
+    if !handle.gate.is_leading() {
+        return 0;
+    }
+    let owed = ledger.deletes.keys();
+    let n = owed.len();
+    for k in owed {
+        handle.enqueue(k);
+    }
+    n + handle.enqueue_all()
+}
+
 /// Queues every Service again after `period` to twice `period` (random, so replicas and
 /// restarts spread out), for ever: a key dropped after its retries, or a change an event did not
 /// report, gets another sync (upstream informers' resync, spec §3.6).
-pub async fn resync(handle: Handle, period: Duration) {
+pub async fn resync(handle: Handle, ledger: Arc<Ledger>, period: Duration) {
     if period.is_zero() {
         return;
     }
     loop {
         tokio::time::sleep(period.mul_f64(1.0 + fastrand::f64())).await;
-        let n = handle.enqueue_all();
+        let n = enqueue_everything(&handle, &ledger);
         tracing::debug!(keys = n, "periodic resync");
     }
 }
 
 /// Once the caches are consistent again after a reset, checks every Service, as at start:
 /// the relists queued what changed, but a key whose sync was refused meanwhile is owed one.
-pub async fn recheck_after_resets(handle: Handle) {
+pub async fn recheck_after_resets(handle: Handle, ledger: Arc<Ledger>) {
     // Epochs, not the gate's state: a reset that closed and reopened the gate between two
     // looks is still seen.
     let mut epochs = handle.consistency.subscribe_epochs();
     while epochs.changed().await.is_ok() {
         handle.consistency.opened().await;
-        let n = handle.enqueue_all();
+        let n = enqueue_everything(&handle, &ledger);
         tracing::info!(
             keys = n,
             "consistent view of the API server again; checking every Service"

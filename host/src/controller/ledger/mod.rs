@@ -1,14 +1,21 @@
-//! The ledger of weir's own writes: what the write stage wrote and the watches have not yet
-//! brought back. A sync never decides from a cache that has not seen weir's own last write,
-//! for either output (spec §5.9, §13.5; R1.26, R6.4): Endpoints are tracked by
-//! resourceVersion ([`StaleTracker`]), slices by generation ([`SliceTracker`]).
+//! The ledger: what the write stage did and what it still owes, kept apart from the caches,
+//! which only mirror the API server.
 //!
-//! It is the one piece of state two stages share, and a leaf: it knows the caches and nothing
+//! - weir's own writes that the watches have not yet brought back. A sync never decides from a
+//!   cache that has not seen weir's own last write, for either output (spec §5.9, §13.5; R1.26,
+//!   R6.4): Endpoints are tracked by resourceVersion ([`StaleTracker`]), slices by generation
+//!   ([`SliceTracker`]).
+//! - The Endpoints deletes weir owes ([`OwedDeletes`]).
+//!
+//! It is the one piece of state the stages share, and a leaf: it knows the caches and nothing
 //! of the stages. The write stage records into it; the sync's first stage asks whether the
-//! caches are fresh; the reflector asks whether an event is weir's own write coming back and
-//! which stale syncs a slice event lets through ([`Ledger`]'s methods). After an API server
-//! reset it is cleared, since the new server's history has none of these writes.
+//! caches are fresh and whether a delete is owed; the reflector asks whether an event is weir's
+//! own write coming back and which stale syncs a slice event lets through, and posts what its
+//! watches report about deletes ([`Ledger`]'s methods). After an API server reset the writes
+//! are forgotten, since the new server's history has none of them; the owed deletes stay, for
+//! the relist settles which Services are gone.
 
+pub mod owed;
 pub mod slices;
 
 use std::collections::HashMap;
@@ -19,6 +26,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::controller::store::Cache;
 use crate::controller::store::Key;
 use crate::model::labels::{is_managed, service_key};
+use owed::OwedDeletes;
 use slices::SliceTracker;
 
 /// Both outputs' records of weir's own writes.
@@ -28,10 +36,12 @@ pub struct Ledger {
     pub endpoints: StaleTracker,
     /// The EndpointSlices weir wrote, by generation.
     pub slices: SliceTracker,
+    /// The Endpoints deletes weir owes.
+    pub deletes: OwedDeletes,
 }
 
 impl Ledger {
-    /// Forgets every write (the API server's history was reset).
+    /// Forgets every write (the API server's history was reset); the owed deletes stay.
     pub fn clear(&self) {
         self.endpoints.clear();
         self.slices.clear();

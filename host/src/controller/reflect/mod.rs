@@ -69,41 +69,56 @@ fn names<K: Resource>(o: &K) -> (String, String) {
     )
 }
 
-/// Services: every change queues the Service itself.
-pub struct Services(pub Handle);
+/// Services: every change queues the Service itself; a managed one's deletion makes its
+/// Endpoints weir's to delete.
+pub struct Services {
+    /// The controller.
+    pub handle: Handle,
+    /// Where the deletes weir owes are posted.
+    pub ledger: Arc<Ledger>,
+}
+
+impl Services {
+    fn forget(&self, ns: &str, name: &str) {
+        let managed = self.handle.cache.delete_service(ns, name);
+        self.ledger.deletes.service_deleted(&key(ns, name), managed);
+    }
+}
 
 impl CacheSide<core::Service> for Services {
     type Id = String;
 
     fn apply(&mut self, svc: core::Service) -> String {
         let (ns, name) = names(&svc);
-        if self.0.cache.apply_service(&svc) {
-            self.0.enqueue(key(&ns, &name));
+        self.ledger.deletes.service_exists(&key(&ns, &name));
+        if self.handle.cache.apply_service(&svc) {
+            self.handle.enqueue(key(&ns, &name));
         }
         key(&ns, &name)
     }
 
     fn delete(&mut self, svc: core::Service) {
         let (ns, name) = names(&svc);
-        self.0.cache.delete_service(&ns, &name);
-        self.0.enqueue(key(&ns, &name));
+        self.forget(&ns, &name);
+        self.handle.enqueue(key(&ns, &name));
     }
 
     fn cached(&self) -> Vec<String> {
-        self.0.cache.service_keys()
+        self.handle.cache.service_keys()
     }
 
     fn vanished(&mut self, k: String) {
         if let Some((ns, name)) = k.split_once('/') {
-            self.0.cache.delete_service(ns, name);
+            self.forget(ns, name);
         }
-        self.0.enqueue(k);
+        self.handle.enqueue(k);
     }
 
     /// Also forgets the Services weir does not manage that the relist did not deliver.
     fn relisted(&mut self, seen: &HashSet<String>) {
-        for k in self.0.cache.retain_services(seen) {
-            self.0.enqueue(k);
+        for k in self.handle.cache.retain_services(seen) {
+            self.ledger.deletes.service_deleted(&k, true);
+            self.handle.enqueue(k);
         }
     }
 }
@@ -182,6 +197,7 @@ impl CacheSide<core::Endpoints> for EndpointsObjects {
         let k = key(&ns, &name);
         let rv = ep.metadata.resource_version.clone();
         let old = h.cache.apply_endpoints(ep);
+        self.ledger.deletes.endpoints_stored(&k);
         // D3: an Endpoints changed by anyone but weir is re-synced, so hand edits are
         // restored at once. weir's own write coming back is not: that sync would find
         // nothing to do, and it would race the watch of the slices written in the same
@@ -209,6 +225,9 @@ impl CacheSide<core::Endpoints> for EndpointsObjects {
     }
 
     fn vanished(&mut self, k: String) {
+        if self.handle.cache.has_service(&k) {
+            self.ledger.deletes.endpoints_vanished(&k);
+        }
         self.handle.cache.delete_endpoints(&k);
         self.handle.enqueue(k);
     }

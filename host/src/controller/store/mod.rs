@@ -143,15 +143,6 @@ pub struct Cache {
     services: RwLock<HashMap<String, HashMap<String, CachedService>>>,
     /// Keys of Services that exist but that `--service-selector` leaves to someone else.
     unmanaged: RwLock<HashSet<Key>>,
-    /// Keys whose Endpoints weir may delete: their managed Service was deleted, or none existed
-    /// at the start-up sweep. A sync of any other key without a Service leaves its Endpoints
-    /// alone (an Endpoints event alone never deletes; docs/operations.md).
-    deletable: RwLock<HashSet<Key>>,
-    /// Keys whose Endpoints vanished while their Service was still cached. kube-apiserver
-    /// deletes a deleted Service's Endpoints itself, and that event may arrive before the
-    /// Service's own; a create for such a key first asks the API server whether the Service
-    /// still exists (docs/design/conformance-findings.md, finding F6).
-    vanished_endpoints: RwLock<HashSet<Key>>,
     pods: RwLock<HashMap<String, NamespacePods>>,
     endpoints: RwLock<HashMap<Key, CachedEndpoints>>,
     service_selector: Option<LabelSelector>,
@@ -188,7 +179,6 @@ impl Cache {
             .service_selector
             .as_ref()
             .is_none_or(|s| labels_match(s, svc.metadata.labels.as_ref()));
-        write(&self.deletable).remove(&k);
         if managed {
             write(&self.unmanaged).remove(&k);
             let cached = CachedService {
@@ -208,22 +198,18 @@ impl Cache {
         managed
     }
 
-    /// Forgets a deleted Service. When it was a managed one, its Endpoints become deletable.
-    pub fn delete_service(&self, namespace: &str, name: &str) {
-        let k = key(namespace, name);
-        write(&self.unmanaged).remove(&k);
-        write(&self.vanished_endpoints).remove(&k);
-        let removed = write(&self.services)
+    /// Forgets a deleted Service; whether it was a managed one (whose Endpoints weir then owes
+    /// a delete, [`crate::controller::ledger::owed`]).
+    pub fn delete_service(&self, namespace: &str, name: &str) -> bool {
+        write(&self.unmanaged).remove(&key(namespace, name));
+        write(&self.services)
             .get_mut(namespace)
             .and_then(|ns| ns.remove(name))
-            .is_some();
-        if removed {
-            write(&self.deletable).insert(k);
-        }
+            .is_some()
     }
 
     /// After a relist: forgets every Service (managed or not) whose key is not in `seen`, as
-    /// if deleted, and returns the managed keys forgotten (their Endpoints are now deletable).
+    /// if deleted, and returns the managed keys forgotten.
     pub fn retain_services(&self, seen: &HashSet<Key>) -> Vec<Key> {
         write(&self.unmanaged).retain(|k| seen.contains(k));
         let gone: Vec<Key> = self
@@ -245,26 +231,6 @@ impl Cache {
             || key
                 .split_once('/')
                 .is_some_and(|(ns, name)| self.service(ns, name).is_some())
-    }
-
-    /// Allows deleting the Endpoints of a key that has no Service (the start-up sweep).
-    pub fn mark_deletable(&self, key: &str) {
-        write(&self.deletable).insert(key.to_string());
-    }
-
-    /// Whether a sync may delete this key's Endpoints (see the `deletable` field).
-    pub fn is_deletable(&self, key: &str) -> bool {
-        read(&self.deletable).contains(key)
-    }
-
-    /// The deletion of this key's Endpoints is done.
-    pub fn deleted(&self, key: &str) {
-        write(&self.deletable).remove(key);
-    }
-
-    /// Keys whose Endpoints still wait for deletion (a resync retries them).
-    pub fn deletable_keys(&self) -> Vec<Key> {
-        read(&self.deletable).iter().cloned().collect()
     }
 
     /// Whether the key belongs to a Service that exists but is not weir's to manage.
@@ -368,7 +334,6 @@ impl Cache {
             .annotations
             .as_ref()
             .is_some_and(|a| a.contains_key(weir_policy::well_known::LEADER_ANNOTATION));
-        write(&self.vanished_endpoints).remove(&k);
         let mut endpoints = write(&self.endpoints);
         let old = match Packed::pack(&ep) {
             Some(packed) => endpoints.insert(
@@ -384,19 +349,9 @@ impl Cache {
         old.map(|o| o.resource_version)
     }
 
-    /// Forgets deleted Endpoints, remembering the key when its Service is still cached;
-    /// whether any were cached.
+    /// Forgets deleted Endpoints; whether any were cached.
     pub fn delete_endpoints(&self, key: &str) -> bool {
-        if self.has_service(key) {
-            write(&self.vanished_endpoints).insert(key.to_string());
-        }
         write(&self.endpoints).remove(key).is_some()
-    }
-
-    /// Whether this key's Endpoints vanished while its Service was cached, since the last
-    /// call for the key (see the `vanished_endpoints` field).
-    pub fn take_vanished_endpoints(&self, key: &str) -> bool {
-        write(&self.vanished_endpoints).remove(key)
     }
 
     /// The cached Endpoints of a key.
@@ -516,7 +471,5 @@ mod tests {
         assert!(!cache.is_unmanaged("ns/theirs"), "unmanaged record leaked");
         assert!(cache.is_unmanaged("ns/theirs-kept"));
         assert_eq!(cache.service_keys(), ["ns/kept"]);
-        // Only the managed Service that went away may lose its Endpoints.
-        assert_eq!(cache.deletable_keys(), ["ns/mine"]);
     }
 }

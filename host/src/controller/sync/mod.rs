@@ -229,7 +229,7 @@ impl Syncer {
             sink: self.sink(),
             stale: &self.ledger.endpoints,
             trigger_times: &self.trigger_times,
-            cache: &self.cache,
+            deletes: &self.ledger.deletes,
             metrics: &self.metrics,
         }
     }

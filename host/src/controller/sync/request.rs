@@ -75,7 +75,7 @@ impl Reader<'_> {
         let stored = self.cache.endpoints(key);
         match &service {
             // No Service, and none was deleted: an Endpoints event alone never deletes.
-            None if !self.cache.is_deletable(key) => {
+            None if !self.ledger.deletes.is_owed(key) => {
                 tracing::debug!(%key, "no Service; its Endpoints are left alone");
                 return Ok(Prepared::Done(SyncOutcome::Unchanged));
             }

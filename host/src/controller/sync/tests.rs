@@ -36,6 +36,13 @@ fn syncer() -> Syncer {
     }
 }
 
+/// The Service ns/s is deleted, as its watch reports it: the cache forgets it and, when it was
+/// a managed one, the ledger owes its Endpoints' delete.
+fn delete_service(s: &Syncer) {
+    let managed = s.cache.delete_service("ns", "s");
+    s.ledger.deletes.service_deleted("ns/s", managed);
+}
+
 fn service(spec: serde_json::Value) -> core::Service {
     serde_json::from_value(json!({
         "metadata": {"name": "s", "namespace": "ns", "uid": "u1",
@@ -79,7 +86,7 @@ async fn stale_guard_comes_after_not_found_external_name_and_nil_selector() {
         Err(SyncError::StaleCache(k, rv)) if k == "ns/s" && rv == "5"
     ));
     // Service deleted: the delete goes ahead despite the stale cache.
-    s.cache.delete_service("ns", "s");
+    delete_service(&s);
     assert_eq!(
         s.sync("ns/s").await.unwrap(),
         SyncOutcome::Written("delete")
@@ -179,7 +186,7 @@ async fn s73_case(s: &Syncer) {
     s.ledger.slices.written("ns/s", &owned_slice("a", 3));
     let view = s.cache.service("ns", "s").unwrap().view;
     assert!(s.trigger_times.compute("ns/s", &view, &[]).is_some());
-    s.cache.delete_service("ns", "s");
+    delete_service(s);
     let writes_before = slice_writes(s);
     // The Endpoints object goes (spec §5.2); the slices are left to garbage collection.
     s.sync("ns/s").await.unwrap();
@@ -335,18 +342,18 @@ async fn endpoints_without_a_service_are_deleted_only_after_the_service_was() {
     // An Endpoints event for a key that never had a Service: no delete.
     assert_eq!(s.sync("ns/s").await.unwrap(), SyncOutcome::Unchanged);
     // Nor for a Service weir never saw that is deleted.
-    s.cache.delete_service("ns", "s");
+    delete_service(&s);
     assert_eq!(s.sync("ns/s").await.unwrap(), SyncOutcome::Unchanged);
     // A Service that existed and is gone: delete, once.
     s.cache.apply_service(&service(selecting()));
-    s.cache.delete_service("ns", "s");
+    delete_service(&s);
     assert_eq!(
         s.sync("ns/s").await.unwrap(),
         SyncOutcome::Written("delete")
     );
     assert_eq!(s.sync("ns/s").await.unwrap(), SyncOutcome::Unchanged);
     // The start-up sweep's permission works the same way.
-    s.cache.mark_deletable("ns/s");
+    s.ledger.deletes.owe("ns/s");
     assert_eq!(
         s.sync("ns/s").await.unwrap(),
         SyncOutcome::Written("delete")
@@ -358,14 +365,14 @@ async fn no_write_from_caches_that_may_mix_two_api_servers() {
     use crate::controller::watch::consistency::{Inconsistent, ResetCause};
     let s = syncer();
     s.cache.apply_service(&service(selecting()));
-    s.cache.delete_service("ns", "s");
+    delete_service(&s);
     // An informer still owes its list of the current epoch: nothing is written.
     s.consistency.register("pods");
     assert!(matches!(
         s.sync("ns/s").await,
         Err(SyncError::Inconsistent(Inconsistent))
     ));
-    assert!(s.cache.is_deletable("ns/s"), "the delete is still owed");
+    assert!(s.ledger.deletes.is_owed("ns/s"), "the delete is still owed");
     s.consistency.listed("pods", s.consistency.epoch());
     // A decision made before a reset is not written after it.
     let before = s.consistency.begin().unwrap();
@@ -376,7 +383,7 @@ async fn no_write_from_caches_that_may_mix_two_api_servers() {
         .write("ns/s", target("u1"), Action::Delete, before)
         .await;
     assert!(matches!(owed, Err(SyncError::Inconsistent(_))), "{owed:?}");
-    assert!(s.cache.is_deletable("ns/s"));
+    assert!(s.ledger.deletes.is_owed("ns/s"));
     // From a view of the current epoch the write goes ahead.
     assert_eq!(
         s.sync("ns/s").await.unwrap(),

@@ -3,8 +3,8 @@
 //! decision came from are still the current epoch's.
 
 use crate::controller::ledger::StaleTracker;
+use crate::controller::ledger::owed::OwedDeletes;
 use crate::controller::ledger::slices::SliceTracker;
-use crate::controller::store::Cache;
 use crate::controller::sync::error::{SyncError, SyncOutcome};
 use crate::controller::sync::slice_stats::{FAILED_TO_UPDATE, SliceStats};
 use crate::controller::watch::consistency::{Epoch, ResetGate};
@@ -37,8 +37,8 @@ pub struct EndpointsOutput<'a> {
     pub stale: &'a StaleTracker,
     /// Forgets a deleted key's trigger time.
     pub trigger_times: &'a TriggerTimeTracker,
-    /// Forgets a deleted key's deletability; knows keys whose Endpoints vanished.
-    pub cache: &'a Cache,
+    /// Settles a done delete; knows keys whose Endpoints vanished.
+    pub deletes: &'a OwedDeletes,
     /// Counts writes.
     pub metrics: &'a Metrics,
 }
@@ -97,7 +97,7 @@ impl EndpointsOutput<'_> {
                     .map_err(|e| write_error("delete", e))?;
                 self.trigger_times.forget(key);
                 self.stale.forget(key);
-                self.cache.deleted(key);
+                self.deletes.settled(key);
                 // Already gone (our own delete coming back as an event): not a second write.
                 Ok(match written {
                     Written::NotFound => SyncOutcome::Unchanged,
@@ -109,7 +109,7 @@ impl EndpointsOutput<'_> {
             // server no longer has; creating its Endpoints again would be a write, and then a
             // delete, that nobody asked for.
             Action::Create(_)
-                if self.cache.take_vanished_endpoints(key)
+                if self.deletes.take_vanished(key)
                     && !self.sink.writer.service_exists(namespace, name, uid).await =>
             {
                 tracing::debug!(%key, "the Service is gone; not creating its Endpoints again");
