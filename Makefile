@@ -146,7 +146,9 @@ CONFORMANCE_SEED ?= 1
 # most of a scenario is waiting for quiet, so this divides the wall time on 2 cores too.
 CONFORMANCE_PARALLEL ?= 4
 conformance: upstream wasm-target e2e-real
-	$(CARGO) build --workspace --bins
+	@# --all-targets, as every build here: `--bins` alone resolves the dependencies' features
+	@# without the dev-dependencies and compiles a second copy of the tree (minutes on a cold cache).
+	$(CARGO) build --workspace --all-targets
 	cd tests/upstream && test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	cd tests/upstream && CGO_ENABLED=0 go vet ./...
 	cd tests/upstream && CGO_ENABLED=0 KUBE_HARNESS=$(abspath $(KUBE_HARNESS)) WEIR=$(abspath $(WEIR_BIN)) \

@@ -1,4 +1,5 @@
-//! The deploy that ships: the Dockerfile passes hadolint, `deploy/kubernetes` (and its
+//! The deploy that ships: the Dockerfile passes hadolint and builds with a toolchain every locked
+//! crate accepts, `deploy/kubernetes` (and its
 //! monitoring overlay) renders with `kubectl kustomize` into objects that validate against the
 //! Kubernetes schemas and hold together (selectors, ports, flags, volumes), and the example
 //! alerts pass `promtool check rules` and their unit tests.
@@ -119,6 +120,73 @@ fn dockerfile_passes_hadolint_and_runs_static_non_root() {
         .expect("the image sets a USER");
     let uid = user["USER ".len()..].split(':').next().unwrap();
     assert_ne!(uid.parse::<u32>().expect("a numeric UID"), 0, "{user}");
+    // `COPY . .` sends the context: the build outputs and npm's trees stay out of it.
+    let ignored = std::fs::read_to_string(repo().join(".dockerignore")).unwrap();
+    for pattern in ["target/", "**/target/", "**/node_modules/", ".git/"] {
+        assert!(
+            ignored.lines().any(|l| l.trim() == pattern),
+            ".dockerignore lacks {pattern}"
+        );
+    }
+}
+
+/// A `major.minor[.patch]` version as numbers, for ordering.
+fn rust_version(text: &str) -> Vec<u64> {
+    text.split('.')
+        .map(|part| {
+            part.parse()
+                .unwrap_or_else(|_| panic!("{text:?} is not a Rust version"))
+        })
+        .collect()
+}
+
+/// The build stage's toolchain (`FROM rust:1.95-alpine3.22`) is at least the `rust-version` of
+/// every crate `Cargo.lock` pins, the workspace's own included: an older one cannot build the
+/// image at all. A tag without a patch level names that minor release's newest patch.
+#[test]
+fn dockerfile_toolchain_is_not_older_than_any_locked_crate_needs() {
+    let text = std::fs::read_to_string(repo().join("Dockerfile")).unwrap();
+    let tag = text
+        .lines()
+        .find_map(|l| l.strip_prefix("FROM rust:"))
+        .expect("the build stage is FROM rust:VERSION-...");
+    let toolchain = rust_version(tag.split(['-', ' ']).next().unwrap());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let metadata: serde_json::Value = serde_json::from_str(&run(Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(repo())))
+    .expect("cargo metadata prints JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let mut needs: Vec<(Vec<u64>, String)> = packages
+        .iter()
+        .filter_map(|p| {
+            let needed = p["rust_version"].as_str()?;
+            let crate_name = format!(
+                "{} {}",
+                p["name"].as_str().unwrap_or("?"),
+                p["version"].as_str().unwrap_or("?")
+            );
+            Some((rust_version(needed), crate_name))
+        })
+        .collect();
+    assert!(
+        needs.len() > 10,
+        "cargo metadata names a rust-version for only {} crates",
+        needs.len()
+    );
+    needs.sort();
+    let (highest, by) = needs.last().unwrap();
+    // Compared at the tag's precision: `1.95` stands for every 1.95.x.
+    let highest = &highest[..highest.len().min(toolchain.len())];
+    assert!(
+        toolchain.as_slice() >= highest,
+        "the Dockerfile builds with rust:{tag}, but {by} needs Rust {}",
+        highest
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(".")
+    );
 }
 
 #[test]

@@ -185,9 +185,33 @@ fn js_sdk_and_examples_type_check() {
     );
 }
 
+/// Copies the files under `from` (no symbolic links) to `to`, emptied first; returns `to`.
+fn copy_dir(from: &Path, to: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+    to.to_path_buf()
+}
+
 /// Builds `guest/examples/NAME/LANG` into a hooks component and composes it with the engine.
 fn build_example(name: &str, lang: &str, out: &Path) -> PathBuf {
-    let source = root().join("guest/examples").join(name).join(lang);
+    // componentize-py's own interpreter writes `__pycache__` beside the sources it imports,
+    // whatever PYTHONDONTWRITEBYTECODE says: the sources are built from a copy, so the
+    // checkout (whose guest directories cargo watches to rebuild the built-in guests) stays
+    // as it was.
+    let source = copy_dir(
+        &root().join("guest/examples").join(name).join(lang),
+        &out.join(format!("{name}-{lang}-source")),
+    );
+    let sdk = copy_dir(&root().join("guest/python"), &out.join("python-sdk"));
     let hooks = out.join(format!("{name}-{lang}.hooks.wasm"));
     match lang {
         "python" => run(Command::new("componentize-py")
@@ -196,7 +220,7 @@ fn build_example(name: &str, lang: &str, out: &Path) -> PathBuf {
             .args(["-w", "hooks", "componentize", "-p"])
             .arg(&source)
             .arg("-p")
-            .arg(root().join("guest/python"))
+            .arg(&sdk)
             .args(["weir_policy.component", "-o"])
             .arg(&hooks)
             .env("PYTHONDONTWRITEBYTECODE", "1")),

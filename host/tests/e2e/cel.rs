@@ -54,6 +54,7 @@ async fn a_configmap_swap_between_cel_rules_is_hot_and_gated() {
     c.write_kubeconfig(&kubeconfig);
     let admin = format!("127.0.0.1:{}", free_port());
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.env("WEIR_CACHE_DIR", compile_cache_dir());
     command
         .arg("run")
         .arg("--kubeconfig")

@@ -75,11 +75,22 @@ pub async fn default_guest() -> Guest {
 
 /// Loads `bytes` as a guest with the default limits.
 pub async fn load_guest(bytes: Vec<u8>) -> Guest {
-    Runtime::new(Limits::default())
-        .unwrap()
-        .load_async(bytes)
-        .await
-        .unwrap()
+    runtime(Limits::default()).load_async(bytes).await.unwrap()
+}
+
+/// Where every test of this binary, and every `weir` process they start (`WEIR_CACHE_DIR`),
+/// keeps compiled guests: wasmtime's compilation cache, as `--cache-dir` keeps it in a
+/// deployment. A debug build spends seconds of CPU compiling the default guest, and tens of
+/// seconds on the CEL or a Python guest; the tests are about the controller, so each guest
+/// compiles once and the tests load it. The cache evicts past its size bound, and how it
+/// behaves is tested in `host/tests/compile_cache.rs`.
+pub fn compile_cache_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-compile-cache")
+}
+
+/// A runtime with `limits` on the tests' shared [`compile_cache_dir`].
+pub fn runtime(limits: Limits) -> Runtime {
+    Runtime::with_cache_dir(limits, &compile_cache_dir()).expect("the e2e compile cache opens")
 }
 
 impl Cluster {

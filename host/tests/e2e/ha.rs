@@ -50,6 +50,7 @@ impl Replica {
     ) -> Replica {
         let port = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command.env("WEIR_CACHE_DIR", compile_cache_dir());
         command
             .args(["run", "--log-format", "json", "--workers", "2"])
             .args(["--admin-addr", &format!("127.0.0.1:{port}")])

@@ -37,6 +37,7 @@ fn root() -> PathBuf {
 /// `weir ARGS` in `dir`; fails the test unless it exits 0.
 fn weir_in(dir: &Path, args: &[&str]) {
     let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .env("WEIR_CACHE_DIR", compile_cache_dir())
         .env_remove("WEIR_GUEST")
         .current_dir(dir)
         .args(args)
@@ -267,6 +268,7 @@ async fn a_guest_asking_above_the_ceiling_stops_weir_run_at_start() {
     );
     let greedy = dir.path().join("greedy.wasm");
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.env("WEIR_CACHE_DIR", compile_cache_dir());
     command
         .args(["run", "--kubeconfig"])
         .arg(&kubeconfig)

@@ -18,6 +18,7 @@ use super::support::{scratch_dir, test_guest};
 /// `weir ARGS`: exit code, stdout, stderr.
 async fn weir(args: &[&str]) -> (i32, String, String) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .env("WEIR_CACHE_DIR", compile_cache_dir())
         .args(args)
         .env("WEIR_LOG", "warn")
         .env_remove("WEIR_GUEST")
@@ -415,6 +416,7 @@ async fn weir_status_names_the_leader_its_guest_and_the_last_swap_and_refusal() 
     assert_eq!(code, 0, "{err}");
     let port = free_port();
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.env("WEIR_CACHE_DIR", compile_cache_dir());
     command
         .args(["run", "--kubeconfig", k, "--guest", path(&guest)])
         .args(["--guest-poll", "100ms"])

@@ -19,6 +19,7 @@ pub(super) struct Proc {
 impl Proc {
     pub(super) fn spawn(args: &[&str]) -> Proc {
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command.env("WEIR_CACHE_DIR", compile_cache_dir());
         command
             .args(args)
             .env("WEIR_LOG", "warn")
@@ -392,6 +393,7 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
     let kubeconfig = dir.path().join("kubeconfig");
     c.write_kubeconfig(&kubeconfig);
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.env("WEIR_CACHE_DIR", compile_cache_dir());
     command
         .args(["run", "--log-format", "json", "--admin-addr", "127.0.0.1:0"])
         .env("WEIR_METRICS_SECURE", "false")

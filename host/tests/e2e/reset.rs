@@ -148,6 +148,7 @@ async fn replaced_api_server_gets_no_ghost_writes(ahead: bool) {
     a.write_kubeconfig(&kubeconfig);
     let admin = free_port();
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.env("WEIR_CACHE_DIR", compile_cache_dir());
     command
         .args(["run", "--workers", "2", "--readyz-api-timeout", "2s"])
         .args(["--admin-addr", &format!("127.0.0.1:{admin}")])

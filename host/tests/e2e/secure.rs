@@ -113,6 +113,7 @@ async fn metrics_need_a_token_the_api_server_authenticates_and_authorises() {
     let admin = format!("127.0.0.1:{}", free_port());
     let metrics = format!("127.0.0.1:{}", free_port());
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.env("WEIR_CACHE_DIR", compile_cache_dir());
     command
         .args(["run", "--leader-elect=false", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -181,6 +182,7 @@ async fn metrics_need_a_token_the_api_server_authenticates_and_authorises() {
     let url = format!("https://{metrics}");
     let status = |token: Option<String>| {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_weir"));
+        command.env("WEIR_CACHE_DIR", compile_cache_dir());
         command
             .args(["status", "-o", "json", "--kubeconfig"])
             .arg(&kubeconfig)
@@ -223,6 +225,7 @@ async fn a_self_signed_certificate_is_made_when_none_is_given() {
     let (_cluster, dir, kubeconfig) = cluster_with_reviews().await;
     let metrics = format!("127.0.0.1:{}", free_port());
     let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command.env("WEIR_CACHE_DIR", compile_cache_dir());
     command
         .args(["run", "--leader-elect=false", "--kubeconfig"])
         .arg(&kubeconfig)

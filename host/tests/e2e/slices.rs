@@ -401,7 +401,7 @@ fn drained(mut pod: Value) -> Value {
 
 fn swapper(run: &Running) -> std::sync::Arc<weir::swap::Swapper> {
     weir::swap::Swapper::new(
-        weir::runtime::Runtime::new(weir::runtime::Limits::default()).unwrap(),
+        runtime(weir::runtime::Limits::default()),
         run.handle.clone(),
         weir::swap::SwapConfig::default(),
     )

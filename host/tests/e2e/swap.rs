@@ -11,7 +11,7 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use weir::controller::Config;
-use weir::runtime::{DEFAULT_GUEST, Limits, Runtime, digest};
+use weir::runtime::{DEFAULT_GUEST, Limits, digest};
 use weir::swap::source::{ConfigMapHolds, watch_configmap, watch_file};
 use weir::swap::{SwapConfig, Swapper};
 
@@ -56,11 +56,7 @@ fn replace_file(path: &std::path::Path, bytes: &[u8]) {
 }
 
 fn swapper(run: &Running, config: SwapConfig) -> Arc<Swapper> {
-    Swapper::new(
-        Runtime::new(Limits::default()).unwrap(),
-        run.handle.clone(),
-        config,
-    )
+    Swapper::new(runtime(Limits::default()), run.handle.clone(), config)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,11 +240,10 @@ async fn shadow_guest_reports_differences_and_writes_nothing() {
     let c = Cluster::start(services(4, json!({}))).await;
     // The test is about what the shadow reports, not how fast: a deadline a debug build on a
     // loaded machine meets, so no comparison fails for time.
-    let shadow = Runtime::new(Limits {
+    let shadow = runtime(Limits {
         deadline: Duration::from_secs(10),
         ..Limits::default()
     })
-    .unwrap()
     .load_async(test_guest_bytes("all-not-ready"))
     .await
     .unwrap();
@@ -625,7 +620,7 @@ async fn a_configmap_pair_swaps_guest_and_config_together() {
         deadline: Duration::from_secs(30),
         ..Limits::default()
     };
-    let runtime = Runtime::new(limits).unwrap();
+    let runtime = runtime(limits);
     let run = c.run(
         runtime.load_async(DEFAULT_GUEST.to_vec()).await.unwrap(),
         Config::default(),
@@ -803,11 +798,10 @@ async fn every_configmap_refusal_is_counted_listed_and_noted_in_its_own_event() 
 async fn a_sleeping_shadow_does_not_delay_live_syncs_and_is_suspended() {
     let c = Cluster::start(services(4, json!({"weir.test/stall": "true"}))).await;
     let deadline = Duration::from_secs(3);
-    let shadow = Runtime::new(Limits {
+    let shadow = runtime(Limits {
         deadline,
         ..Limits::default()
     })
-    .unwrap()
     .load_async(test_guest_bytes("sleep"))
     .await
     .unwrap();
