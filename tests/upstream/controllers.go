@@ -5,12 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -34,7 +37,28 @@ const (
 	// The range kube-controller-manager accepts for --max-endpoints-per-slice.
 	minMaxEndpointsPerSlice = 1
 	maxMaxEndpointsPerSlice = 1000
+	// kube-controller-manager's --min-resync-period default
+	// (k8s.io/controller-manager/config/v1alpha1/defaults.go).
+	kcmMinResyncPeriod = 12 * time.Hour
 )
+
+// kcmResyncPeriod is the shared informers' resync period as kube-controller-manager draws it
+// (cmd/kube-controller-manager/app/controllermanager.go, ResyncPeriod): the minimum times a
+// random factor in [1, 2), so that controllers do not resync in lock-step.
+func kcmResyncPeriod() time.Duration {
+	return time.Duration(float64(kcmMinResyncPeriod) * (rand.Float64() + 1))
+}
+
+// trimManagedFields drops managedFields from every object the shared informers cache, as
+// kube-controller-manager's informer transform does (cmd/kube-controller-manager/app/
+// controllermanager.go, CreateControllerContext): the controllers never read them, and they
+// are often the largest part of an object.
+func trimManagedFields(obj interface{}) (interface{}, error) {
+	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
+}
 
 // runControllers runs upstream's endpoints controller (pkg/controller/endpoint) and EndpointSlice
 // controller (pkg/controller/endpointslice) in this process until SIGTERM or SIGINT.
@@ -51,6 +75,7 @@ func runControllers(args []string) error {
 		"how long the Endpoints controller delays pod-driven syncs to coalesce them, as kube-controller-manager's flag of that name")
 	slicesBatch := flags.Duration("endpointslice-updates-batch-period", 0,
 		"how long the EndpointSlice controller delays pod-driven syncs (and slice-driven ones beyond 1s), as kube-controller-manager's flag of that name")
+	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile (pprof) of the controllers to this file, from the start until SIGTERM or SIGINT")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	flags.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog)")
@@ -81,6 +106,10 @@ func runControllers(args []string) error {
 	config.QPS = float32(*qps)
 	config.Burst = *burst
 	config.ContentType = kcmContentType
+	// kube-controller-manager asks for uncompressed responses
+	// (cmd/kube-controller-manager/app/options/options.go, Config): on a fast network gzip costs
+	// both sides CPU and saves little.
+	config.DisableCompression = true
 	// kube-controller-manager gives its shared informers a client and each controller a client
 	// of its own, each with its own QPS/burst bucket; one clientset per role does the same here.
 	informerClient, err := clientFor(config, "shared-informers")
@@ -96,12 +125,30 @@ func runControllers(args []string) error {
 		return err
 	}
 
+	if *cpuProfile != "" {
+		profile, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(profile); err != nil {
+			profile.Close()
+			return err
+		}
+		// Written out when the controllers stop (a return from here), the way a benchmark
+		// stops them: SIGTERM.
+		defer func() {
+			pprof.StopCPUProfile()
+			profile.Close()
+		}()
+	}
+
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background())
 
 	// Nodes are cluster-scoped, so the namespace option leaves their informer cluster-wide.
-	factory := informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithNamespace(*namespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(informerClient, kcmResyncPeriod(),
+		informers.WithNamespace(*namespace), informers.WithTransform(trimManagedFields))
 	core := factory.Core().V1()
 	endpoints := endpoint.NewEndpointController(ctx, core.Pods(), core.Services(), core.Endpoints(), endpointsClient, *endpointsBatch)
 	slices := endpointslice.NewController(ctx, core.Pods(), core.Services(), core.Nodes(),

@@ -1,9 +1,15 @@
 // Command sidebyside is a benchmark, not a test: it converges one workload with upstream's
 // endpoints and EndpointSlice controllers and then with weir, each alone on a fresh real
-// kube-apiserver (kube-harness), at the same client QPS and burst, and reports for each side the
-// time to converge, the controller's CPU-seconds and peak RSS, and its API writes; then a churn
-// run (readiness flips at a fixed rate) with the latency from each pod status change to the
-// EndpointSlice write that shows it. docs/performance.md holds the table and the command.
+// kube-apiserver (kube-harness), at the same client QPS and burst, both watching every
+// namespace, and reports for each side the time to converge, the controller's CPU-seconds and
+// peak RSS, the CPU that kube-apiserver and etcd spent serving it, and its API writes; then a
+// churn run (readiness flips at a fixed rate) with the latency from each pod status change to
+// the EndpointSlice write that shows it, and the CPU and writes per change.
+//
+// The Services spread over namespaces within SIG Scalability's per-namespace thresholds unless
+// --one-namespace asks for the stress case beyond them. On a machine of two or more CPUs the
+// controller runs on a CPU of its own (--controller-cpus) and everything else on the rest
+// (--other-cpus). docs/performance.md holds the table and the commands.
 //
 //	go run ./sidebyside --harness H --weir W --services 1000 --pods-per-service 10
 package main
@@ -15,23 +21,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	"weir/tests/upstream/internal/audit"
 	"weir/tests/upstream/internal/harness"
 	"weir/tests/upstream/internal/kube"
+	"weir/tests/upstream/internal/procs"
 )
 
 type options struct {
-	harness, weir  string
-	services, pods int
-	qps, burst     int
-	sides          string
-	timeout        time.Duration
-	churnRate      float64
-	churnFor       time.Duration
-	keep           bool
+	harness, weir            string
+	services, pods           int
+	perNamespace             int
+	oneNamespace             bool
+	qps, burst               int
+	sides                    string
+	timeout                  time.Duration
+	churnRate                float64
+	churnFor                 time.Duration
+	controllerCPUs, otherCPU string
+	profileDir               string
+	keep                     bool
 }
 
 func main() {
@@ -43,7 +55,13 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 30, "client burst of each controller (kube-controller-manager's default)")
 	flag.StringVar(&o.sides, "sides", "upstream,weir", "which controllers run, in order, each on its own fresh API server")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "how long a side may take to converge")
-	flag.Float64Var(&o.churnRate, "churn-rate", 5, "readiness flips per second in the churn run (0: no churn run)")
+	flag.IntVar(&o.perNamespace, "services-per-namespace", 0,
+		fmt.Sprintf("Services (and their pods) per namespace; 0: the most within SIG Scalability's thresholds (%d pods, %d Services)", maxPodsPerNamespace, maxServicesPerNamespace))
+	flag.BoolVar(&o.oneNamespace, "one-namespace", false, "every Service in one namespace: the stress case beyond the thresholds")
+	flag.StringVar(&o.controllerCPUs, "controller-cpus", defaultControllerCPUs(), "CPUs the controller under test runs on (taskset's list; empty: no pinning)")
+	flag.StringVar(&o.otherCPU, "other-cpus", defaultOtherCPUs(), "CPUs this driver, kube-apiserver and etcd run on (taskset's list; empty: no pinning)")
+	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each side's controller into this directory (pprof for upstream, perf for weir) and print its top five functions")
+	flag.Float64Var(&o.churnRate, "churn-rate", 20, "readiness flips per second in the churn run, SIG Scalability's pod churn (0: no churn run)")
 	flag.DurationVar(&o.churnFor, "churn-for", 60*time.Second, "how long the churn run flips readiness")
 	flag.BoolVar(&o.keep, "keep", false, "leave each side's harness directory (logs, audit log) in place")
 	flag.Parse()
@@ -51,6 +69,29 @@ func main() {
 	if o.services < 1 || o.pods < 1 || o.qps < 1 || o.burst < 1 {
 		fmt.Fprintln(os.Stderr, "sidebyside: --services, --pods-per-service, --qps and --burst must be at least 1")
 		os.Exit(2)
+	}
+	if o.perNamespace < 0 || (o.perNamespace > 0 && o.oneNamespace) {
+		fmt.Fprintln(os.Stderr, "sidebyside: --services-per-namespace must be positive, and cannot go with --one-namespace")
+		os.Exit(2)
+	}
+	switch {
+	case o.oneNamespace:
+		o.perNamespace = o.services
+	case o.perNamespace == 0:
+		o.perNamespace = withinThresholds(o.pods)
+	}
+	if o.otherCPU != "" {
+		if err := procs.PinSelf(o.otherCPU); err != nil {
+			fmt.Fprintf(os.Stderr, "sidebyside: pinning to CPUs %s: %v\n", o.otherCPU, err)
+			os.Exit(1)
+		}
+	}
+	harness.ControllerCPUs = o.controllerCPUs
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "sidebyside: %v\n", err)
+			os.Exit(1)
+		}
 	}
 	var results []result
 	for _, side := range strings.Split(o.sides, ",") {
@@ -77,6 +118,9 @@ type result struct {
 	// cpu and peakRSS are the controller process's user+system CPU time and VmHWM at convergence.
 	cpu     time.Duration
 	peakRSS int64
+	// apiserverCPU and etcdCPU are what the servers spent from the controller's start to
+	// convergence: serving its lists, watches and writes.
+	apiserverCPU, etcdCPU time.Duration
 	// writes counts successful writes to Endpoints and EndpointSlices, by "resource verb".
 	writes map[string]int
 	// churn holds, for each readiness flip, the time until a slice showed it.
@@ -84,6 +128,30 @@ type result struct {
 	// churnMissed counts flips no slice showed within the churn run's grace.
 	churnMissed int
 	churnWrites map[string]int
+	// churnCPU is the controller's CPU time over the churn run.
+	churnCPU time.Duration
+	// profile is the top of the controller's CPU profile, when one was asked for.
+	profile string
+}
+
+// defaultControllerCPUs pins the controller to the last CPU when there are two or more.
+func defaultControllerCPUs() string {
+	if runtime.NumCPU() < 2 {
+		return ""
+	}
+	return fmt.Sprint(runtime.NumCPU() - 1)
+}
+
+// defaultOtherCPUs leaves the other CPUs to the rest.
+func defaultOtherCPUs() string {
+	switch n := runtime.NumCPU(); {
+	case n < 2:
+		return ""
+	case n == 2:
+		return "0"
+	default:
+		return fmt.Sprintf("0-%d", n-2)
+	}
 }
 
 func runSide(ctx context.Context, o options, side string) (r result, err error) {
@@ -109,8 +177,10 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 	if err != nil {
 		return r, err
 	}
-	fmt.Fprintf(os.Stderr, "sidebyside: %s: loading %d Services and %d pods\n", side, o.services, o.services*o.pods)
-	w := workload{services: o.services, pods: o.pods}
+	w := workload{services: o.services, pods: o.pods, perNamespace: o.perNamespace}
+	namespaces := w.namespaces()
+	fmt.Fprintf(os.Stderr, "sidebyside: %s: loading %d Services and %d pods in %d namespaces\n",
+		side, o.services, o.services*o.pods, len(namespaces))
 	if err := w.load(ctx, client); err != nil {
 		return r, err
 	}
@@ -123,28 +193,51 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 	go writes.Follow(100*time.Millisecond, stopFollowing)
 	// The load's own writes are read before the controller starts: what follows is the
 	// controller's.
-	before, err := quietWrites(writes, time.Second, o.timeout)
+	before, err := quietWrites(writes, namespaces, time.Second, o.timeout)
+	if err != nil {
+		return r, err
+	}
+	watching, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	converged := newTracker(w)
+	if err := converged.follow(watching, client); err != nil {
+		return r, err
+	}
+	etcdBefore, apiserverBefore, err := harness.ServerCPU(dir)
 	if err != nil {
 		return r, err
 	}
 
 	started := time.Now()
-	controller, err := startSide(o, side, kubeconfig, dir)
+	controller, profile, err := startSide(o, side, kubeconfig, dir)
 	if err != nil {
 		return r, err
 	}
-	defer func() { err = errors.Join(err, controller.Stop()) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		return errors.Join(controller.Stop(), profile.finish())
+	}
+	defer func() { err = errors.Join(err, stop()) }()
 	fmt.Fprintf(os.Stderr, "sidebyside: %s: started, waiting for convergence\n", side)
-	if err := w.waitConverged(ctx, client, o.timeout); err != nil {
+	if err := converged.wait(o.timeout); err != nil {
 		return r, err
 	}
 	r.converge = time.Since(started)
 	if r.cpu, r.peakRSS, err = controller.Usage(); err != nil {
 		return r, err
 	}
+	etcdAfter, apiserverAfter, err := harness.ServerCPU(dir)
+	if err != nil {
+		return r, err
+	}
+	r.etcdCPU, r.apiserverCPU = etcdAfter-etcdBefore, apiserverAfter-apiserverBefore
 	// Writes are read once the controller is quiet: a converged state may still be followed
 	// by writes that change nothing, which count.
-	after, err := quietWrites(writes, 3*time.Second, o.timeout)
+	after, err := quietWrites(writes, namespaces, 3*time.Second, o.timeout)
 	if err != nil {
 		return r, err
 	}
@@ -152,15 +245,30 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 	fmt.Fprintf(os.Stderr, "sidebyside: %s: converged in %v\n", side, r.converge.Round(time.Millisecond))
 
 	if o.churnRate > 0 {
+		cpuBefore, _, err := controller.Usage()
+		if err != nil {
+			return r, err
+		}
 		r.churn, r.churnMissed, err = w.churn(ctx, client, o.churnRate, o.churnFor)
 		if err != nil {
 			return r, err
 		}
-		churned, err := quietWrites(writes, 3*time.Second, o.timeout)
+		churned, err := quietWrites(writes, namespaces, 3*time.Second, o.timeout)
 		if err != nil {
 			return r, err
 		}
+		cpuAfter, _, err := controller.Usage()
+		if err != nil {
+			return r, err
+		}
+		r.churnCPU = cpuAfter - cpuBefore
 		r.churnWrites = audit.Subtract(churned, after)
+	}
+	if err := stop(); err != nil {
+		return r, err
+	}
+	if r.profile, err = profile.top(); err != nil {
+		return r, err
 	}
 	return r, nil
 }

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"weir/tests/upstream/internal/audit"
 	"weir/tests/upstream/internal/harness"
@@ -17,24 +23,111 @@ func limits(prefix string, qps, burst int) []string {
 	return []string{"--" + prefix + "qps", strconv.Itoa(qps), "--" + prefix + "burst", strconv.Itoa(burst)}
 }
 
-// startSide starts one side's controller scoped to the benchmark's namespace at the client
-// limits, logging in dir. Upstream's returns once its caches are synced; weir's once it answers
-// /healthz, as its /readyz waits for more than a start. The clock runs from before the start
-// either way.
-func startSide(o options, side, kubeconfig, dir string) (*procs.Process, error) {
-	if side == "upstream" {
-		return harness.Upstream(o.harness, kubeconfig, namespace, filepath.Join(dir, "upstream.log"), limits("", o.qps, o.burst)...)
+// startSide starts one side's controller, watching every namespace, at the client limits,
+// logging in dir, and its CPU profile when one is asked for. Upstream's returns once its caches
+// are synced; weir's once it answers /healthz, as its /readyz waits for more than a start. The
+// clock runs from before the start either way.
+func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profile, error) {
+	p := &profile{side: side}
+	if o.profileDir != "" {
+		p.path = filepath.Join(o.profileDir, fmt.Sprintf("%s-%d-qps%d.%s", side, o.services, o.qps, map[string]string{"upstream": "pprof", "weir": "perf.data"}[side]))
 	}
-	return harness.Weir(o.weir, kubeconfig, namespace, dir, filepath.Join(dir, "weir.log"), "/healthz", limits("kube-api-", o.qps, o.burst)...)
+	if side == "upstream" {
+		extra := limits("", o.qps, o.burst)
+		if p.path != "" {
+			extra = append(extra, "--cpuprofile", p.path)
+		}
+		controller, err := harness.Upstream(o.harness, kubeconfig, metav1.NamespaceAll, filepath.Join(dir, "upstream.log"), extra...)
+		return controller, p, err
+	}
+	controller, err := harness.Weir(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", limits("kube-api-", o.qps, o.burst)...)
+	if err != nil || p.path == "" {
+		return controller, p, err
+	}
+	// perf samples weir from outside (a debug or release build alike), with call graphs, on
+	// the other CPUs, so that it does not take the controller's.
+	record := exec.Command("perf", "record", "--quiet", "-F", "199", "-g", "-p", strconv.Itoa(controller.PID()), "-o", p.path)
+	record.Stderr = os.Stderr
+	if p.recorder, err = procs.Start("perf record", record); err != nil {
+		return nil, nil, errors.Join(err, controller.Stop())
+	}
+	return controller, p, nil
 }
 
-// quietWrites waits until the controller made no write for quiet (within limit) and returns
-// its write counts.
-func quietWrites(log *audit.Log, quiet, limit time.Duration) (map[string]int, error) {
-	if err := log.WaitQuiet(quiet, limit, namespace); err != nil {
+// profile is one side's CPU profile: written by the controller itself (upstream, pprof) or by
+// perf record (weir).
+type profile struct {
+	side, path string
+	recorder   *procs.Process
+}
+
+// finish waits for perf record, which writes its file and exits once the process it follows
+// has (the caller stops the controller first); one still running after a minute is stopped.
+func (p *profile) finish() error {
+	if p == nil || p.recorder == nil {
+		return nil
+	}
+	recorder := p.recorder
+	p.recorder = nil
+	select {
+	case <-recorder.Exited():
+		return recorder.Err()
+	case <-time.After(time.Minute):
+		return errors.Join(errors.New("perf record did not end with the controller"), recorder.Stop())
+	}
+}
+
+// top is the profile's five functions of most CPU time of their own, one per line.
+func (p *profile) top() (string, error) {
+	if p == nil || p.path == "" {
+		return "", nil
+	}
+	var out string
+	var err error
+	if p.side == "upstream" {
+		out, err = procs.Run("go", "tool", "pprof", "-top", "-nodecount", "5", p.path)
+	} else {
+		out, err = procs.Run("perf", "report", "-i", p.path, "--no-children", "--fields", "overhead,sym", "--stdio", "-g", "none")
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the profile %s: %v\n%s", p.path, err, out)
+	}
+	// pprof's rows follow its column header (`flat  flat%  sum%  cum  cum%`); perf's are its
+	// lines that are not comments.
+	rows := p.side != "upstream"
+	var lines []string
+	for _, line := range strings.Split(out, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "flat"):
+			rows = true
+		case rows && trimmed != "" && !strings.HasPrefix(trimmed, "#") && strings.Contains(trimmed, "%"):
+			lines = append(lines, trimmed)
+		}
+		if len(lines) == 5 {
+			break
+		}
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// quietWrites waits until the controller made no write in the namespaces for quiet (within
+// limit) and returns its write counts there.
+func quietWrites(log *audit.Log, namespaces []string, quiet, limit time.Duration) (map[string]int, error) {
+	if err := log.WaitQuiet(quiet, limit, namespaces...); err != nil {
 		return nil, err
 	}
-	return log.Counts(namespace)
+	total := map[string]int{}
+	for _, ns := range namespaces {
+		counts, err := log.Counts(ns)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range counts {
+			total[k] += v
+		}
+	}
+	return total, nil
 }
 
 // percentile is the p-th percentile (0–100) of sorted durations, nearest rank.
@@ -47,17 +140,36 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank]
 }
 
-// printTable prints one Markdown row per side.
+// printTable prints one Markdown row per side, and the top of each profile taken.
 func printTable(o options, results []result) {
-	fmt.Printf("%d Services × %d pods, QPS %d burst %d; churn %.1f flips/s for %v\n\n",
-		o.services, o.pods, o.qps, o.burst, o.churnRate, o.churnFor)
-	fmt.Println("| side | converge | CPU | peak RSS | writes to converge | churn p50 | churn p99 | churn flips (missed) | churn writes |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	placement := fmt.Sprintf("%d namespaces of at most %d Services", (o.services+o.perNamespace-1)/o.perNamespace, o.perNamespace)
+	if o.perNamespace >= o.services {
+		placement = "one namespace (beyond SIG Scalability's thresholds: a stress case)"
+	}
+	pinning := "not pinned"
+	if o.controllerCPUs != "" {
+		pinning = fmt.Sprintf("controller on CPU %s, the rest on %s", o.controllerCPUs, o.otherCPU)
+	}
+	fmt.Printf("%d Services × %d pods in %s; QPS %d burst %d; churn %.1f flips/s for %v; %s\n\n",
+		o.services, o.pods, placement, o.qps, o.burst, o.churnRate, o.churnFor, pinning)
+	fmt.Println("| side | converge | CPU | peak RSS | apiserver CPU | etcd CPU | writes to converge | churn p50 | churn p99 | churn flips (missed) | churn writes | churn CPU per flip |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
 		sort.Slice(r.churn, func(i, j int) bool { return r.churn[i] < r.churn[j] })
-		fmt.Printf("| %s | %.1f s | %.1f s | %d MiB | %d %s | %v | %v | %d (%d) | %d |\n",
-			r.side, r.converge.Seconds(), r.cpu.Seconds(), r.peakRSS>>20, audit.Total(r.writes), audit.Describe(r.writes),
+		flips := len(r.churn) + r.churnMissed
+		perFlip := time.Duration(0)
+		if flips > 0 {
+			perFlip = r.churnCPU / time.Duration(flips)
+		}
+		fmt.Printf("| %s | %.1f s | %.1f s | %d MiB | %.1f s | %.1f s | %d %s | %v | %v | %d (%d) | %d | %v |\n",
+			r.side, r.converge.Seconds(), r.cpu.Seconds(), r.peakRSS>>20, r.apiserverCPU.Seconds(), r.etcdCPU.Seconds(),
+			audit.Total(r.writes), audit.Describe(r.writes),
 			percentile(r.churn, 50).Round(time.Millisecond), percentile(r.churn, 99).Round(time.Millisecond),
-			len(r.churn)+r.churnMissed, r.churnMissed, audit.Total(r.churnWrites))
+			flips, r.churnMissed, audit.Total(r.churnWrites), perFlip.Round(10*time.Microsecond))
+	}
+	for _, r := range results {
+		if r.profile != "" {
+			fmt.Printf("\n%s's CPU profile, top five functions by own time:\n%s\n", r.side, r.profile)
+		}
 	}
 }

@@ -18,21 +18,50 @@ import (
 	"weir/tests/upstream/internal/kube"
 )
 
-const namespace = "bench"
-
 // loaders is how many goroutines create objects.
 const loaders = 16
+
+// SIG Scalability's thresholds for one namespace (the Kubernetes scalability thresholds
+// document, sig-scalability/configs-and-limits/thresholds.md): past them, upstream's controllers
+// are outside what they are tested for (they list a namespace's Services on every pod event and
+// its pods on every sync).
+const (
+	maxPodsPerNamespace     = 3000
+	maxServicesPerNamespace = 5000
+)
 
 // zones are the Nodes' zones; every pod runs on one of their Nodes.
 var zones = []string{"zone-a", "zone-b", "zone-c"}
 
-// workload is N Services, each selecting its own M ready pods.
+// workload is N Services, each selecting its own M ready pods, perNamespace Services to a
+// namespace.
 type workload struct {
-	services, pods int
+	services, pods, perNamespace int
+}
+
+// withinThresholds is the most Services with pods each that one namespace holds inside SIG
+// Scalability's thresholds.
+func withinThresholds(pods int) int {
+	return max(1, min(maxServicesPerNamespace, maxPodsPerNamespace/pods))
 }
 
 func serviceName(i int) string { return fmt.Sprintf("svc-%d", i) }
 func podName(s, p int) string  { return fmt.Sprintf("svc-%d-pod-%d", s, p) }
+
+// namespaceOf is Service s's namespace, and its pods'.
+func (w workload) namespaceOf(s int) string { return fmt.Sprintf("bench-%d", s/w.perNamespace) }
+
+// namespaces are the workload's namespaces.
+func (w workload) namespaces() []string {
+	var out []string
+	for s := 0; s < w.services; s += w.perNamespace {
+		out = append(out, w.namespaceOf(s))
+	}
+	return out
+}
+
+// key is Service s's namespace/name.
+func (w workload) key(s int) string { return w.namespaceOf(s) + "/" + serviceName(s) }
 
 // podIP gives pod p of Service s its own address in 10.0.0.0/8.
 func podIP(s, p int) string {
@@ -40,14 +69,19 @@ func podIP(s, p int) string {
 	return fmt.Sprintf("10.%d.%d.%d", n>>16&0xff, n>>8&0xff, n&0xff)
 }
 
-// load creates the namespace, three Nodes in three zones, the Services and their pods with a
+// load creates the namespaces, three Nodes in three zones, the Services and their pods with a
 // ready status, before any controller runs.
 func (w workload) load(ctx context.Context, client kubernetes.Interface) error {
 	if w.pods >= 1000 {
 		return fmt.Errorf("at most 999 pods per Service (their addresses are numbered per Service)")
 	}
-	if err := kube.CreateNamespace(ctx, client, namespace); err != nil {
-		return err
+	if w.services*1000 >= 1<<24 {
+		return fmt.Errorf("at most %d Services (their pods' addresses are in 10.0.0.0/8)", (1<<24)/1000)
+	}
+	for _, ns := range w.namespaces() {
+		if err := kube.CreateNamespace(ctx, client, ns); err != nil {
+			return err
+		}
 	}
 	for i, zone := range zones {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i), Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
@@ -69,6 +103,7 @@ func (w workload) load(ctx context.Context, client kubernetes.Interface) error {
 				Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
 			},
 		}
+		namespace := w.namespaceOf(s)
 		if _, err := client.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating %s: %w", svc.Name, err)
 		}
@@ -142,74 +177,11 @@ feed:
 	return err
 }
 
-// waitConverged polls until every Service has Endpoints holding all its pods as ready
-// addresses and slices holding all of them as ready endpoints.
-func (w workload) waitConverged(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		done, missing, err := w.converged(ctx, client)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not converged within %v: %s", timeout, missing)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-func (w workload) converged(ctx context.Context, client kubernetes.Interface) (bool, string, error) {
-	endpoints := map[string]int{}
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := client.CoreV1().Endpoints(namespace).List(ctx, opts)
-		if err != nil {
-			return false, "", err
-		}
-		for _, e := range list.Items {
-			for _, subset := range e.Subsets {
-				endpoints[e.Name] += len(subset.Addresses)
-			}
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
-	}
-	slices := map[string]int{}
-	opts = metav1.ListOptions{Limit: 500}
-	for {
-		list, err := client.DiscoveryV1().EndpointSlices(namespace).List(ctx, opts)
-		if err != nil {
-			return false, "", err
-		}
-		for _, s := range list.Items {
-			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && *e.Conditions.Ready {
-					slices[s.Labels[discoveryv1.LabelServiceName]]++
-				}
-			}
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
-	}
-	for s := range w.services {
-		name := serviceName(s)
-		if endpoints[name] != w.pods || slices[name] != w.pods {
-			return false, fmt.Sprintf("%s: %d ready addresses, %d ready slice endpoints, want %d", name, endpoints[name], slices[name], w.pods), nil
-		}
-	}
-	return true, "", nil
-}
-
 // churn flips the readiness of random pods at rate per second for a duration, and returns for
 // each flip the time from its status update to the first slice event showing it, plus how many
 // flips no slice showed within 30 s after the last.
 func (w workload) churn(ctx context.Context, client kubernetes.Interface, rate float64, duration time.Duration) ([]time.Duration, int, error) {
-	watcher, err := client.DiscoveryV1().EndpointSlices(namespace).Watch(ctx, metav1.ListOptions{})
+	watcher, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -238,10 +210,11 @@ func (w workload) churn(ctx context.Context, client kubernetes.Interface, rate f
 				if e.TargetRef == nil {
 					continue
 				}
-				f, ok := pending[e.TargetRef.Name]
+				pod := slice.Namespace + "/" + e.TargetRef.Name
+				f, ok := pending[pod]
 				if ok && e.Conditions.Ready != nil && *e.Conditions.Ready == f.ready {
 					latencies = append(latencies, now.Sub(f.at))
-					delete(pending, e.TargetRef.Name)
+					delete(pending, pod)
 				}
 			}
 			mu.Unlock()
@@ -257,9 +230,10 @@ func (w workload) churn(ctx context.Context, client kubernetes.Interface, rate f
 	for time.Now().Before(end) {
 		<-ticker.C
 		s, p := rng.IntN(w.services), rng.IntN(w.pods)
-		name := podName(s, p)
+		namespace, name := w.namespaceOf(s), podName(s, p)
+		key := namespace + "/" + name
 		mu.Lock()
-		_, busy := pending[name]
+		_, busy := pending[key]
 		mu.Unlock()
 		if busy {
 			continue
@@ -268,15 +242,15 @@ func (w workload) churn(ctx context.Context, client kubernetes.Interface, rate f
 		if err != nil {
 			return nil, 0, err
 		}
-		want := !readyOr(ready, name)
+		want := !readyOr(ready, key)
 		setStatus(pod, podIP(s, p), want)
 		mu.Lock()
-		pending[name] = flip{ready: want, at: time.Now()}
+		pending[key] = flip{ready: want, at: time.Now()}
 		mu.Unlock()
 		if _, err := client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 			return nil, 0, err
 		}
-		ready[name] = want
+		ready[key] = want
 	}
 	grace := time.Now().Add(30 * time.Second)
 	for time.Now().Before(grace) {

@@ -1,7 +1,7 @@
 // Package harness drives what the drivers (conformance, sidebyside) run: a kube-harness API
-// server (Up, Down), and against it the two sides, each scoped to one namespace: upstream's
-// endpoints and EndpointSlice controllers (`kube-harness controllers`) and `weir run`. The
-// caller passes its own flags on top (tuning, client limits, a guest).
+// server (Up, Down), and against it the two sides, each scoped to one namespace or to all:
+// upstream's endpoints and EndpointSlice controllers (`kube-harness controllers`) and
+// `weir run`. The caller passes its own flags on top (tuning, client limits, a guest).
 package harness
 
 import (
@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,32 @@ func RequireBinaries(command, harness, weir string) {
 	}
 }
 
+// ControllerCPUs, when not empty, pins the controller processes Upstream and Weir start to
+// these CPUs (taskset's list syntax), so that a benchmark measures each side on a core of its
+// own. The driver sets it once, from a flag, before it starts any.
+var ControllerCPUs string
+
+// ServerCPU reads the CPU time etcd and kube-apiserver of the harness in dir have used so far,
+// by the PIDs `kube-harness up` recorded there.
+func ServerCPU(dir string) (etcd, apiserver time.Duration, err error) {
+	read := func(name string) (time.Duration, error) {
+		data, err := os.ReadFile(filepath.Join(dir, name+".pid"))
+		if err != nil {
+			return 0, err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			return 0, fmt.Errorf("%s.pid: %w", name, err)
+		}
+		return procs.CPU(pid)
+	}
+	if etcd, err = read("etcd"); err != nil {
+		return 0, 0, err
+	}
+	apiserver, err = read("apiserver")
+	return etcd, apiserver, err
+}
+
 // Up starts a kube-harness API server in dir (`kube-harness up`).
 func Up(harness, dir string) error {
 	if out, err := procs.Run(harness, "up", dir); err != nil {
@@ -61,8 +88,9 @@ func Down(harness, dir string) error {
 	return nil
 }
 
-// Upstream starts `kube-harness controllers` on ns with the extra flags, its output in logPath,
-// and returns once it prints SyncedLine: from then on, every change is seen.
+// Upstream starts `kube-harness controllers` on ns (empty: every namespace) with the extra
+// flags, its output in logPath, and returns once it prints SyncedLine: from then on, every
+// change is seen.
 func Upstream(harness, kubeconfig, ns, logPath string, extra ...string) (*procs.Process, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -75,6 +103,10 @@ func Upstream(harness, kubeconfig, ns, logPath string, extra ...string) (*procs.
 		return nil, err
 	}
 	command.Stdout = log
+	if err := procs.Pin(ControllerCPUs, command); err != nil {
+		log.Close()
+		return nil, err
+	}
 	p, err := procs.Start("upstream controllers", command)
 	if err != nil {
 		log.Close()
@@ -107,8 +139,9 @@ func Upstream(harness, kubeconfig, ns, logPath string, extra ...string) (*procs.
 	}
 }
 
-// Weir starts `weir run` on ns with the extra flags, without leader election (upstream's
-// controllers run without it too), its output in logPath and its guest cache in dir, and
+// Weir starts `weir run` on ns (empty: every namespace) with the extra flags, without leader
+// election (upstream's controllers run without it too), its output in logPath and its guest
+// cache in dir, and
 // returns once its admin endpoint answers ready (a path: /healthz once it runs, /readyz once it
 // has synced).
 func Weir(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*procs.Process, error) {
@@ -123,13 +156,20 @@ func Weir(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*p
 	}
 	// The child holds its own descriptor.
 	defer log.Close()
-	command := exec.Command(weir, append([]string{"run", "--kubeconfig", kubeconfig, "--namespace", ns,
-		"--leader-elect=false", "--admin-addr", admin, "--cache-dir", filepath.Join(dir, "weir-cache")}, extra...)...)
+	args := []string{"run", "--kubeconfig", kubeconfig}
+	if ns != "" {
+		args = append(args, "--namespace", ns)
+	}
+	args = append(args, "--leader-elect=false", "--admin-addr", admin, "--cache-dir", filepath.Join(dir, "weir-cache"))
+	command := exec.Command(weir, append(args, extra...)...)
 	// Several weir processes may run at once: no HTTPS metrics listener on its fixed default
 	// port.
 	command.Env = append(os.Environ(), "WEIR_LOG=info", "WEIR_METRICS_SECURE=false")
 	command.Stdout = log
 	command.Stderr = log
+	if err := procs.Pin(ControllerCPUs, command); err != nil {
+		return nil, err
+	}
 	p, err := procs.Start("weir", command)
 	if err != nil {
 		return nil, err

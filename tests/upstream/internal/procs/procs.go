@@ -37,6 +37,31 @@ type Process struct {
 	stopErr  error
 }
 
+// Pin makes command run on the CPUs of list (taskset's syntax, such as "1" or "0,2-3"), every
+// thread of it: taskset sets the affinity and then executes the command, so the process starts
+// pinned and its threads inherit the mask. An empty list leaves command as it is.
+func Pin(list string, command *exec.Cmd) error {
+	if list == "" {
+		return nil
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		return fmt.Errorf("pinning to CPUs %s needs taskset (util-linux): %w", list, err)
+	}
+	command.Args = append([]string{taskset, "--cpu-list", list, command.Path}, command.Args[1:]...)
+	command.Path = taskset
+	return nil
+}
+
+// PinSelf pins every thread of this process to the CPUs of list, as Pin pins a child; the
+// processes it starts from then on inherit the mask.
+func PinSelf(list string) error {
+	if out, err := Run("taskset", "--all-tasks", "--cpu-list", "--pid", list, strconv.Itoa(os.Getpid())); err != nil {
+		return fmt.Errorf("taskset: %v\n%s", err, out)
+	}
+	return nil
+}
+
 // Start starts command; name names it in errors. A goroutine reaps the child as soon as it
 // exits, so that no zombie is left whether or not Stop is called.
 func Start(name string, command *exec.Cmd) (*Process, error) {
@@ -155,23 +180,31 @@ func Alive(pid int) bool {
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times (100 on Linux).
 const clockTicks = 100
 
-// Usage reads the process's user+system CPU time and peak resident set size (VmHWM) in bytes.
-func (p *Process) Usage() (time.Duration, int64, error) {
-	pid := p.PID()
+// CPU reads the user+system CPU time process pid has used so far.
+func CPU(pid int) (time.Duration, error) {
 	fields, err := statFields(pid)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s exited before it was measured: %w", p.name, err)
+		return 0, err
 	}
 	// utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
 	if len(fields) < 13 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
 	}
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
 	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	cpu := time.Duration(utime+stime) * time.Second / clockTicks
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// Usage reads the process's user+system CPU time and peak resident set size (VmHWM) in bytes.
+func (p *Process) Usage() (time.Duration, int64, error) {
+	pid := p.PID()
+	cpu, err := CPU(pid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s exited before it was measured: %w", p.name, err)
+	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
