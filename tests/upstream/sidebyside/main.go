@@ -8,8 +8,9 @@
 //
 // The Services spread over namespaces within SIG Scalability's per-namespace thresholds unless
 // --one-namespace asks for the stress case beyond them. On a machine of two or more CPUs the
-// controller runs on a CPU of its own (--controller-cpus) and everything else on the rest
-// (--other-cpus). docs/performance.md holds the table and the commands.
+// controller runs on a CPU of its own (--controller-cpus) and, once the workload is loaded,
+// everything else on the rest (--other-cpus). docs/performance.md holds the table and the
+// commands.
 //
 //	go run ./sidebyside --harness H --weir W --services 1000 --pods-per-service 10
 package main
@@ -59,7 +60,7 @@ func main() {
 		fmt.Sprintf("Services (and their pods) per namespace; 0: the most within SIG Scalability's thresholds (%d pods, %d Services)", maxPodsPerNamespace, maxServicesPerNamespace))
 	flag.BoolVar(&o.oneNamespace, "one-namespace", false, "every Service in one namespace: the stress case beyond the thresholds")
 	flag.StringVar(&o.controllerCPUs, "controller-cpus", defaultControllerCPUs(), "CPUs the controller under test runs on (taskset's list; empty: no pinning)")
-	flag.StringVar(&o.otherCPU, "other-cpus", defaultOtherCPUs(), "CPUs this driver, kube-apiserver and etcd run on (taskset's list; empty: no pinning)")
+	flag.StringVar(&o.otherCPU, "other-cpus", defaultOtherCPUs(), "CPUs this driver, kube-apiserver and etcd run on once the workload is loaded (taskset's list; empty: no pinning)")
 	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each side's controller into this directory (pprof for upstream, perf for weir) and print its top five functions")
 	flag.Float64Var(&o.churnRate, "churn-rate", 20, "readiness flips per second in the churn run, SIG Scalability's pod churn (0: no churn run)")
 	flag.DurationVar(&o.churnFor, "churn-for", 60*time.Second, "how long the churn run flips readiness")
@@ -79,12 +80,6 @@ func main() {
 		o.perNamespace = o.services
 	case o.perNamespace == 0:
 		o.perNamespace = withinThresholds(o.pods)
-	}
-	if o.otherCPU != "" {
-		if err := procs.PinSelf(o.otherCPU); err != nil {
-			fmt.Fprintf(os.Stderr, "sidebyside: pinning to CPUs %s: %v\n", o.otherCPU, err)
-			os.Exit(1)
-		}
 	}
 	harness.ControllerCPUs = o.controllerCPUs
 	if o.profileDir != "" {
@@ -156,6 +151,13 @@ func defaultOtherCPUs() string {
 
 func runSide(ctx context.Context, o options, side string) (r result, err error) {
 	r.side = side
+	// Each side loads its workload on every CPU; the previous side's run left this driver
+	// pinned.
+	if o.otherCPU != "" {
+		if err := procs.PinPID(os.Getpid(), fmt.Sprintf("0-%d", runtime.NumCPU()-1)); err != nil {
+			return r, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "weir-sidebyside-"+side+"-")
 	if err != nil {
 		return r, err
@@ -196,6 +198,13 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 	before, err := quietWrites(writes, namespaces, time.Second, o.timeout)
 	if err != nil {
 		return r, err
+	}
+	// Loading used every CPU; from here on the servers and this driver keep to theirs, and the
+	// controller gets its own.
+	if o.otherCPU != "" {
+		if err := errors.Join(harness.PinServers(dir, o.otherCPU), procs.PinPID(os.Getpid(), o.otherCPU)); err != nil {
+			return r, err
+		}
 	}
 	watching, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()

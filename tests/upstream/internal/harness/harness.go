@@ -51,17 +51,25 @@ func RequireBinaries(command, harness, weir string) {
 // own. The driver sets it once, from a flag, before it starts any.
 var ControllerCPUs string
 
-// ServerCPU reads the CPU time etcd and kube-apiserver of the harness in dir have used so far,
-// by the PIDs `kube-harness up` recorded there.
+// serverPID reads the PID `kube-harness up` recorded in dir for server name (etcd, apiserver).
+func serverPID(dir, name string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, name+".pid"))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0, fmt.Errorf("%s.pid: %w", name, err)
+	}
+	return pid, nil
+}
+
+// ServerCPU reads the CPU time etcd and kube-apiserver of the harness in dir have used so far.
 func ServerCPU(dir string) (etcd, apiserver time.Duration, err error) {
 	read := func(name string) (time.Duration, error) {
-		data, err := os.ReadFile(filepath.Join(dir, name+".pid"))
+		pid, err := serverPID(dir, name)
 		if err != nil {
 			return 0, err
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil {
-			return 0, fmt.Errorf("%s.pid: %w", name, err)
 		}
 		return procs.CPU(pid)
 	}
@@ -70,6 +78,21 @@ func ServerCPU(dir string) (etcd, apiserver time.Duration, err error) {
 	}
 	apiserver, err = read("apiserver")
 	return etcd, apiserver, err
+}
+
+// PinServers pins etcd and kube-apiserver of the harness in dir, every thread, to the CPUs of
+// list (taskset's syntax).
+func PinServers(dir, list string) error {
+	for _, name := range []string{"etcd", "apiserver"} {
+		pid, err := serverPID(dir, name)
+		if err != nil {
+			return err
+		}
+		if err := procs.PinPID(pid, list); err != nil {
+			return fmt.Errorf("pinning %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // Up starts a kube-harness API server in dir (`kube-harness up`).

@@ -53,10 +53,10 @@ func Pin(list string, command *exec.Cmd) error {
 	return nil
 }
 
-// PinSelf pins every thread of this process to the CPUs of list, as Pin pins a child; the
-// processes it starts from then on inherit the mask.
-func PinSelf(list string) error {
-	if out, err := Run("taskset", "--all-tasks", "--cpu-list", "--pid", list, strconv.Itoa(os.Getpid())); err != nil {
+// PinPID pins every thread of the running process pid to the CPUs of list, as Pin pins a child
+// at its start; the threads and processes it starts from then on inherit the mask.
+func PinPID(pid int, list string) error {
+	if out, err := Run("taskset", "--all-tasks", "--cpu-list", "--pid", list, strconv.Itoa(pid)); err != nil {
 		return fmt.Errorf("taskset: %v\n%s", err, out)
 	}
 	return nil
