@@ -6,7 +6,7 @@ CARGO ?= cargo
 export WEIR_TOOLS_DIR ?= $(CURDIR)/target/tools
 export PATH := $(WEIR_TOOLS_DIR)/bin:$(WEIR_TOOLS_DIR)/venv/bin:$(PATH)
 
-.PHONY: demo test tools doctor policies lint fmt-check wasm-target upstream conformance jco e2e-real
+.PHONY: image demo test tools doctor policies lint fmt-check wasm-target upstream conformance jco e2e-real
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -111,6 +111,13 @@ lint: fmt-check
 ## fmt-check: formatting only (CI lints with clippy inside its build: .ci/run)
 fmt-check:
 	$(CARGO) fmt --all -- --check
+
+## image: weir's image, built with no registry to pull from: a static (musl) release `weir` on
+## an empty base, non-root (deploy/image/build.sh), written to target/image/weir.oci.tar for
+## `podman load -i` or `ctr -n k8s.io images import`; IMAGE names it. Needs buildah and musl-tools
+IMAGE ?= localhost/weir:dev
+image:
+	deploy/image/build.sh $(IMAGE) target/image/weir.oci.tar
 
 ## upstream: build kube-harness (tests/upstream: etcd, the real kube-apiserver and upstream's
 ## endpoint controllers, from the pinned k8s.io/kubernetes module) to target/upstream/kube-harness
