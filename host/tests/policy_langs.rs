@@ -202,7 +202,7 @@ fn copy_dir(from: &Path, to: &Path) -> PathBuf {
 }
 
 /// Builds `guest/examples/NAME/LANG` into a hooks component and composes it with the engine.
-fn build_example(name: &str, lang: &str, out: &Path) -> PathBuf {
+fn build_example(name: &str, lang: &str, out: &Path, python_sdk: &Path) -> PathBuf {
     // componentize-py's own interpreter writes `__pycache__` beside the sources it imports,
     // whatever PYTHONDONTWRITEBYTECODE says: the sources are built from a copy, so the
     // checkout (whose guest directories cargo watches to rebuild the built-in guests) stays
@@ -211,7 +211,6 @@ fn build_example(name: &str, lang: &str, out: &Path) -> PathBuf {
         &root().join("guest/examples").join(name).join(lang),
         &out.join(format!("{name}-{lang}-source")),
     );
-    let sdk = copy_dir(&root().join("guest/python"), &out.join("python-sdk"));
     let hooks = out.join(format!("{name}-{lang}.hooks.wasm"));
     match lang {
         "python" => run(Command::new("componentize-py")
@@ -220,7 +219,7 @@ fn build_example(name: &str, lang: &str, out: &Path) -> PathBuf {
             .args(["-w", "hooks", "componentize", "-p"])
             .arg(&source)
             .arg("-p")
-            .arg(&sdk)
+            .arg(python_sdk)
             .args(["weir_policy.component", "-o"])
             .arg(&hooks)
             .env("PYTHONDONTWRITEBYTECODE", "1")),
@@ -244,12 +243,14 @@ fn examples_in_python_and_typescript_pass_the_rust_examples_cases() {
     componentize_py_available();
     js_tools();
     let out = scratch("examples");
+    // Copied for the reason build_example copies the sources, once for every example.
+    let python_sdk = copy_dir(&root().join("guest/python"), &out.join("python-sdk"));
     for name in ["drain-annotation", "node-allowlist", "panic-threshold"] {
         let cases = root().join("guest/examples").join(name).join("cases");
         let n = yaml_files(&cases);
         assert!(n >= 4, "{name}: only {n} cases");
         for lang in ["python", "js"] {
-            let guest = build_example(name, lang, &out);
+            let guest = build_example(name, lang, &out, &python_sdk);
             assert_cases_pass(&guest, &cases, n);
         }
     }
