@@ -13,7 +13,7 @@
 //! 8. `sync/request.rs`: read the store once, behind the [`ledger`]'s stale-cache guards;
 //! 9. `crate::runtime::Guest::call`: the guest decides, within its deadline and memory cap;
 //! 10. `sync/admit.rs`: admit both outputs' parts (`crate::reconcile::admit`);
-//! 11. `sync/write.rs`: Endpoints first, then the slices, each write recorded in the
+//! 11. `sync/write.rs`: the Endpoints and the slices at once, each write recorded in the
 //!     [`ledger`];
 //! 12. [`writer`] (`writer.rs`): the API request, behind the leader's write gate.
 //!

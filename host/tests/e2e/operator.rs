@@ -463,7 +463,7 @@ async fn weir_status_names_the_leader_its_guest_and_the_last_swap_and_refusal() 
     assert_ne!(last_refusal, "Last refusal: none", "{out}");
 }
 
-/// When the Endpoints are written and the slices then fail, the Endpoints write is still
+/// When the Endpoints are written and the slices fail, the Endpoints write is still
 /// logged and counted: it happened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoints_write_is_reported_even_when_the_slices_then_fail() {

@@ -445,6 +445,45 @@ async fn drain_annotation_policy_marks_the_pod_not_ready_in_its_slice() {
     run.stop().await;
 }
 
+/// The two outputs of a sync are written independently, as upstream's two controllers write
+/// them: while the server refuses every Endpoints request, a new ready pod still reaches the
+/// Service's slice, and the Endpoints catch up once the server takes them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_endpoints_write_does_not_hold_back_the_slices() {
+    let c = Cluster::start(web_app()).await;
+    let k = Kubectl::new(&c);
+    let run = c.run_default().await;
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    k.wait_slices("app", "web", "pod a in the slice", |s| {
+        ready_of(s, "a") == Some(true)
+    })
+    .await;
+    // Every client, weir's included, is cut off from Endpoints; slices and pods still go through.
+    c.server().faults().partition("", "endpoints");
+    c.apply(pod("app", "b", json!({"app": "web"}), "10.1.0.2", true))
+        .await;
+    k.wait_slices(
+        "app",
+        "web",
+        "pod b in the slice while Endpoints are refused",
+        |s| ready_of(s, "a") == Some(true) && ready_of(s, "b") == Some(true),
+    )
+    .await;
+    let stored = c
+        .endpoints("app", "web")
+        .await
+        .expect("the Endpoints exist");
+    assert_eq!(
+        ips(&stored),
+        (vec!["10.1.0.1".to_string()], vec![]),
+        "the Endpoints write was refused, so the stored Endpoints still lack pod b"
+    );
+    c.server().faults().heal();
+    c.wait_ips("app", "web", &["10.1.0.1", "10.1.0.2"], &[])
+        .await;
+    run.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hot_swap_to_drain_annotation_changes_the_slices_live() {
     let c = Cluster::start(two_pods_one_drained()).await;

@@ -5,7 +5,7 @@
 //! 2. call the guest, within its deadline and memory cap;
 //! 3. [`admit`]: validate both outputs' parts of the decision (spec §13, R10), with
 //!    [`crate::reconcile::admit`];
-//! 4. [`write`]: Endpoints first, then the EndpointSlices.
+//! 4. [`write`]: the Endpoints and the EndpointSlices, at once.
 //!
 //! The shadow guest's decision is compared off this path ([`crate::controller::shadow`]). `spec §` numbers are
 //! those of `docs/upstream-behaviour.md`; R1–R10 and S01–S98 those of
@@ -68,8 +68,8 @@ pub struct Syncer {
 }
 
 impl Syncer {
-    /// Syncs one key: one guest call decides both outputs; Endpoints are written first, then
-    /// the EndpointSlices. A decision refused in either part writes nothing.
+    /// Syncs one key: one guest call decides both outputs, which are written at once. A
+    /// decision refused in either part writes nothing.
     pub async fn sync(&self, key: &str) -> Result<SyncOutcome, SyncError> {
         // Noted before the caches are read: a reset after this voids the decision.
         let epoch = self.consistency.begin()?;
@@ -145,17 +145,20 @@ impl Syncer {
                 max_addresses,
             });
         }
-        let outcome = self
-            .endpoints_output()
-            .write(key, target, admitted.action, epoch)
-            .await?;
-        let slice_writes = self
-            .slices_output()
-            .write(key, target, admitted.plan, deleting, epoch)
-            .await?;
-        if slice_writes > 0 {
-            tracing::info!(%key, writes = slice_writes, "endpoint slices written");
+        // The two outputs are written at once, as upstream's two controllers write them: a
+        // sync waits for the longer of the two, not their sum, and each write still checks the
+        // epoch. Neither output reads the other, so a failure of one does not void the other's
+        // writes (upstream retries each output on its own); the key is retried either way.
+        let (endpoints_output, slices_output) = (self.endpoints_output(), self.slices_output());
+        let (endpoints, slices) = tokio::join!(
+            endpoints_output.write(key, target, admitted.action, epoch),
+            slices_output.write(key, target, admitted.plan, deleting, epoch),
+        );
+        if let Ok(writes @ 1..) = slices {
+            tracing::info!(%key, writes, "endpoint slices written");
         }
+        let outcome = endpoints?;
+        slices?;
         if slices_on {
             self.report(key, target, &admitted.events, &admitted.errors)
                 .await?;

@@ -1,5 +1,5 @@
-//! The last stage of a sync: write an admitted decision, Endpoints first, then the
-//! EndpointSlices (spec §5.10–5.13; R4.22, R6). Every write first checks that the caches the
+//! The last stage of a sync: write an admitted decision's Endpoints and EndpointSlices
+//! (spec §5.10–5.13; R4.22, R6). Every write first checks that the caches the
 //! decision came from are still the current epoch's.
 
 use crate::controller::ledger::StaleTracker;
