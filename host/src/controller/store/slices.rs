@@ -181,43 +181,74 @@ impl NodeView {
 /// Nodes by name.
 #[derive(Debug, Default)]
 pub struct NodeCache {
-    nodes: RwLock<HashMap<String, NodeView>>,
+    nodes: RwLock<Nodes>,
+}
+
+#[derive(Debug, Default)]
+struct Nodes {
+    by_name: HashMap<String, NodeView>,
+    /// [`NodeCache::zone_capacities`]' answer, computed once after each change: every sync asks
+    /// for it, a cluster may hold thousands of Nodes, and they change seldom (upstream's
+    /// topology cache likewise recomputes on Node events, not per sync).
+    capacities: std::sync::OnceLock<Option<Vec<(String, u64)>>>,
+}
+
+impl Nodes {
+    fn changed(&mut self) {
+        self.capacities = std::sync::OnceLock::new();
+    }
 }
 
 impl NodeCache {
     /// Stores a Node's view, returning the previous one.
     pub fn apply(&self, name: &str, view: NodeView) -> Option<NodeView> {
-        write(&self.nodes).insert(name.to_string(), view)
+        let mut nodes = write(&self.nodes);
+        let old = nodes.by_name.insert(name.to_string(), view);
+        if old.as_ref() != nodes.by_name.get(name) {
+            nodes.changed();
+        }
+        old
     }
 
     /// Forgets a deleted Node.
     pub fn delete(&self, name: &str) -> Option<NodeView> {
-        write(&self.nodes).remove(name)
+        let mut nodes = write(&self.nodes);
+        let old = nodes.by_name.remove(name);
+        if old.is_some() {
+            nodes.changed();
+        }
+        old
     }
 
     /// The Node `name`: `None` when it does not exist.
     pub fn get(&self, name: &str) -> Option<NodeView> {
-        read(&self.nodes).get(name).cloned()
+        read(&self.nodes).by_name.get(name).cloned()
     }
 
     /// Names of every cached Node (for relists).
     pub fn names(&self) -> Vec<String> {
-        read(&self.nodes).keys().cloned().collect()
+        read(&self.nodes).by_name.keys().cloned().collect()
     }
 
     /// Allocatable CPU per zone of the Nodes topology-aware hints count (R5.10): Ready and
     /// not control-plane. `None` when one of them lacks a zone or CPU, since upstream then
     /// gives no hints at all.
     pub fn zone_capacities(&self) -> Option<Vec<(String, u64)>> {
-        let mut zones: std::collections::BTreeMap<String, u64> = Default::default();
-        for node in read(&self.nodes).values() {
-            if node.control_plane || !node.ready {
-                continue;
-            }
-            let zone = node.zone.as_ref().filter(|_| node.cpu_millis > 0)?;
-            *zones.entry(zone.clone()).or_default() += node.cpu_millis;
-        }
-        Some(zones.into_iter().collect())
+        let nodes = read(&self.nodes);
+        nodes
+            .capacities
+            .get_or_init(|| {
+                let mut zones: std::collections::BTreeMap<String, u64> = Default::default();
+                for node in nodes.by_name.values() {
+                    if node.control_plane || !node.ready {
+                        continue;
+                    }
+                    let zone = node.zone.as_ref().filter(|_| node.cpu_millis > 0)?;
+                    *zones.entry(zone.clone()).or_default() += node.cpu_millis;
+                }
+                Some(zones.into_iter().collect())
+            })
+            .clone()
     }
 }
 
@@ -400,7 +431,30 @@ pub(crate) mod tests {
             Some(vec![("a".into(), 1000), ("b".into(), 2000)]),
             "control-plane and not-ready Nodes do not count"
         );
-        nodes.apply("nozone", NodeView { zone: None, ..a });
+        nodes.apply(
+            "nozone",
+            NodeView {
+                zone: None,
+                ..a.clone()
+            },
+        );
         assert_eq!(nodes.zone_capacities(), None);
+        // The answer is kept between changes, and every kind of change renews it.
+        nodes.delete("nozone");
+        assert_eq!(
+            nodes.zone_capacities(),
+            Some(vec![("a".into(), 1000), ("b".into(), 2000)])
+        );
+        nodes.apply(
+            "n1",
+            NodeView {
+                cpu_millis: 4000,
+                ..a
+            },
+        );
+        assert_eq!(
+            nodes.zone_capacities(),
+            Some(vec![("a".into(), 4000), ("b".into(), 2000)])
+        );
     }
 }
