@@ -35,7 +35,7 @@ import (
 type options struct {
 	harness, weir            string
 	services, pods           int
-	perNamespace             int
+	perNamespace, nodes      int
 	oneNamespace             bool
 	qps, burst               int
 	sides                    string
@@ -58,6 +58,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "how long a side may take to converge")
 	flag.IntVar(&o.perNamespace, "services-per-namespace", 0,
 		fmt.Sprintf("Services (and their pods) per namespace; 0: the most within SIG Scalability's thresholds (%d pods, %d Services)", maxPodsPerNamespace, maxServicesPerNamespace))
+	flag.IntVar(&o.nodes, "nodes", 3, "Nodes (objects only, no kubelet), spread over three zones; the pods are spread over them")
 	flag.BoolVar(&o.oneNamespace, "one-namespace", false, "every Service in one namespace: the stress case beyond the thresholds")
 	flag.StringVar(&o.controllerCPUs, "controller-cpus", defaultControllerCPUs(), "CPUs the controller under test runs on (taskset's list; empty: no pinning)")
 	flag.StringVar(&o.otherCPU, "other-cpus", defaultOtherCPUs(), "CPUs this driver, kube-apiserver and etcd run on once the workload is loaded (taskset's list; empty: no pinning)")
@@ -67,8 +68,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "leave each side's harness directory (logs, audit log) in place")
 	flag.Parse()
 	harness.RequireBinaries("sidebyside", o.harness, o.weir)
-	if o.services < 1 || o.pods < 1 || o.qps < 1 || o.burst < 1 {
-		fmt.Fprintln(os.Stderr, "sidebyside: --services, --pods-per-service, --qps and --burst must be at least 1")
+	if o.services < 1 || o.pods < 1 || o.nodes < 1 || o.qps < 1 || o.burst < 1 {
+		fmt.Fprintln(os.Stderr, "sidebyside: --services, --pods-per-service, --nodes, --qps and --burst must be at least 1")
 		os.Exit(2)
 	}
 	if o.perNamespace < 0 || (o.perNamespace > 0 && o.oneNamespace) {
@@ -179,10 +180,10 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 	if err != nil {
 		return r, err
 	}
-	w := workload{services: o.services, pods: o.pods, perNamespace: o.perNamespace}
+	w := workload{services: o.services, pods: o.pods, perNamespace: o.perNamespace, nodes: o.nodes}
 	namespaces := w.namespaces()
-	fmt.Fprintf(os.Stderr, "sidebyside: %s: loading %d Services and %d pods in %d namespaces\n",
-		side, o.services, o.services*o.pods, len(namespaces))
+	fmt.Fprintf(os.Stderr, "sidebyside: %s: loading %d Nodes, %d Services and %d pods in %d namespaces\n",
+		side, o.nodes, o.services, o.services*o.pods, len(namespaces))
 	if err := w.load(ctx, client); err != nil {
 		return r, err
 	}

@@ -150,8 +150,8 @@ func printTable(o options, results []result) {
 	if o.controllerCPUs != "" {
 		pinning = fmt.Sprintf("controller on CPU %s, the rest on %s", o.controllerCPUs, o.otherCPU)
 	}
-	fmt.Printf("%d Services × %d pods in %s; QPS %d burst %d; churn %.1f flips/s for %v; %s\n\n",
-		o.services, o.pods, placement, o.qps, o.burst, o.churnRate, o.churnFor, pinning)
+	fmt.Printf("%d Services × %d pods in %s, on %d Nodes; QPS %d burst %d; churn %.1f flips/s for %v; %s\n\n",
+		o.services, o.pods, placement, o.nodes, o.qps, o.burst, o.churnRate, o.churnFor, pinning)
 	fmt.Println("| side | converge | CPU | peak RSS | apiserver CPU | etcd CPU | writes to converge | churn p50 | churn p99 | churn flips (missed) | churn writes | churn CPU per flip |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {

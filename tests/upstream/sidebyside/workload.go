@@ -34,9 +34,9 @@ const (
 var zones = []string{"zone-a", "zone-b", "zone-c"}
 
 // workload is N Services, each selecting its own M ready pods, perNamespace Services to a
-// namespace.
+// namespace, on nodes Nodes spread over the zones.
 type workload struct {
-	services, pods, perNamespace int
+	services, pods, perNamespace, nodes int
 }
 
 // withinThresholds is the most Services with pods each that one namespace holds inside SIG
@@ -46,6 +46,7 @@ func withinThresholds(pods int) int {
 }
 
 func serviceName(i int) string { return fmt.Sprintf("svc-%d", i) }
+func nodeName(i int) string    { return fmt.Sprintf("node-%d", i) }
 func podName(s, p int) string  { return fmt.Sprintf("svc-%d-pod-%d", s, p) }
 
 // namespaceOf is Service s's namespace, and its pods'.
@@ -69,8 +70,8 @@ func podIP(s, p int) string {
 	return fmt.Sprintf("10.%d.%d.%d", n>>16&0xff, n>>8&0xff, n&0xff)
 }
 
-// load creates the namespaces, three Nodes in three zones, the Services and their pods with a
-// ready status, before any controller runs.
+// load creates the namespaces, the Nodes (Ready, in turn in each zone), the Services and their
+// pods with a ready status, before any controller runs.
 func (w workload) load(ctx context.Context, client kubernetes.Interface) error {
 	if w.pods >= 1000 {
 		return fmt.Errorf("at most 999 pods per Service (their addresses are numbered per Service)")
@@ -83,17 +84,19 @@ func (w workload) load(ctx context.Context, client kubernetes.Interface) error {
 			return err
 		}
 	}
-	for i, zone := range zones {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i), Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
+	err := parallel(w.nodes, func(i int) error {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Labels: map[string]string{corev1.LabelTopologyZone: zones[i%len(zones)]}}}
 		created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
 		created.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
 		created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
+		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return parallel(w.services, func(s int) error {
 		svc := &corev1.Service{
@@ -111,7 +114,7 @@ func (w workload) load(ctx context.Context, client kubernetes.Interface) error {
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: podName(s, p), Labels: map[string]string{"svc": serviceName(s)}},
 				Spec: corev1.PodSpec{
-					NodeName:   fmt.Sprintf("node-%d", (s+p)%len(zones)),
+					NodeName:   nodeName((s*w.pods + p) % w.nodes),
 					Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
 				},
 			}
