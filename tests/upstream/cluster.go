@@ -403,10 +403,10 @@ func importImages(abs, self string) error {
 		return err
 	}
 	for _, image := range []ociImage{
-		{Name: pauseImage, Binary: self + "-pause"},
-		{Name: httpServerImage, Binary: self + "-http-server"},
+		{Name: pauseImage, Binary: self + "-pause", Entrypoint: "pause"},
+		{Name: httpServerImage, Binary: self + "-http-server", Entrypoint: "http-server"},
 	} {
-		archive := filepath.Join(dir, filepath.Base(image.Binary)+".oci.tar")
+		archive := filepath.Join(dir, image.Entrypoint+".oci.tar")
 		if err := writeOCIArchive(image, archive); err != nil {
 			return err
 		}

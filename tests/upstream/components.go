@@ -139,6 +139,10 @@ func runKubelet(dir string) error {
 		"--cert-dir=" + file("kubelet/pki"),
 		"--hostname-override=" + state.Node,
 		"--node-ip=" + state.NodeIP,
+		// cAdvisor's containerd factory (deprecated flag, still read) dials
+		// /run/containerd/containerd.sock unless told: "Registration of the containerd container
+		// factory failed: ... dial unix /run/containerd/containerd.sock".
+		"--containerd=" + containerdSocket(abs),
 		"--v=1",
 	})
 }

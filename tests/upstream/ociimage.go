@@ -31,9 +31,10 @@ type ociDescriptor struct {
 type ociImage struct {
 	// Name is the full reference containerd files the image under (io.containerd.image.name).
 	Name string
-	// Binary is the path of the static executable on this machine; it becomes /NAME in the
-	// image, where NAME is its base name.
+	// Binary is the path of the static executable on this machine.
 	Binary string
+	// Entrypoint is the binary's name in the image's root directory.
+	Entrypoint string
 	// Args follow the entrypoint.
 	Args []string
 }
@@ -47,7 +48,7 @@ func writeOCIArchive(image ociImage, out string) error {
 	if err != nil {
 		return err
 	}
-	name := path.Base(image.Binary)
+	name := path.Base(image.Entrypoint)
 	epoch := time.Unix(0, 0).UTC()
 
 	var layer bytes.Buffer
