@@ -79,6 +79,12 @@ func runAPIServer(dir string) error {
 		"--service-account-signing-key-file=" + file(saKeyFile),
 		"--service-cluster-ip-range=" + serviceIPRanges,
 		"--authorization-mode=Node,RBAC",
+		// For `cluster up`'s kubelet (logs, exec): the node's InternalIP rather than its name,
+		// which no resolver knows (the default order asked the machine's DNS server for it), and
+		// the admin certificate, which the kubelet's x509 authentication accepts.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate=" + file(adminCertFile),
+		"--kubelet-client-key=" + file(adminKeyFile),
 		"--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
 		"--audit-policy-file=" + file(auditPolicyFile),
 		"--audit-log-path=" + file(auditLogFile),

@@ -6,8 +6,12 @@
 //	kube-harness up DIR            start etcd and kube-apiserver in the background; DIR/kubeconfig
 //	kube-harness down DIR          stop what `up DIR` started
 //	kube-harness controllers ...   upstream's two controllers in the foreground until SIGTERM
+//	kube-harness cluster up DIR    `up`, then containerd, kube-controller-manager, kube-scheduler,
+//	                               a kubelet and kube-proxy: a one-node cluster on this machine
+//	kube-harness cluster down DIR  stop what `cluster up DIR` started and clean the node
 //
-// The etcd and apiserver modes are what `up` starts; they are not meant to be run by hand.
+// The etcd, apiserver, controller-manager, scheduler, kubelet and kube-proxy modes are what `up`
+// and `cluster up` start; they are not meant to be run by hand.
 package main
 
 import (
@@ -32,8 +36,23 @@ Usage:
       Run upstream's endpoints and EndpointSlice controllers with kube-controller-manager's
       defaults (5 workers, 100 endpoints per slice, batch periods 0; each flag as KCM's own),
       on informers scoped to NS (all namespaces when empty), until SIGTERM.
-  kube-harness etcd DIR | kube-harness apiserver DIR
-      The two server processes "up" starts.
+  kube-harness cluster up [--endpoint-controllers] [--proxy-mode nftables|iptables] DIR
+      "up DIR", then a one-node cluster on this machine: containerd (Debian's binary; root,
+      state and socket under DIR/containerd), kube-controller-manager (all controllers but the
+      endpoints and EndpointSlice ones, which weir replaces; --endpoint-controllers keeps them),
+      kube-scheduler, a kubelet on that containerd (node kube-harness-node) and kube-proxy
+      (nftables mode by default). Pods get addresses of 10.244.0.0/24 on the bridge kh-cni0,
+      whose 10.244.0.1 is the node's address. No image is pulled: the images
+      localhost/kube-harness/pause:1 (the sandbox) and localhost/kube-harness/http-server:1
+      (answers HTTP on :8080 with the pod's name) are made from the binaries build.sh puts next
+      to kube-harness and imported; pods use imagePullPolicy: Never. Needs root and the Debian
+      packages containerd, runc, nftables, iptables, containernetworking-plugins.
+  kube-harness cluster down DIR
+      Stop the cluster of DIR, remove its pods' sandboxes, kube-proxy's rules, the bridge and
+      the mounts under DIR.
+  kube-harness etcd DIR | apiserver DIR | controller-manager DIR | scheduler DIR | kubelet DIR
+          | kube-proxy DIR [--cleanup]
+      The server processes "up" and "cluster up" start.
 `
 
 func main() {
@@ -54,6 +73,16 @@ func main() {
 		err = withDir(args, runAPIServer)
 	case "controllers":
 		err = runControllers(args)
+	case "cluster":
+		err = runCluster(args)
+	case "controller-manager":
+		err = withDir(args, runControllerManager)
+	case "scheduler":
+		err = withDir(args, runScheduler)
+	case "kubelet":
+		err = withDir(args, runKubelet)
+	case "kube-proxy":
+		err = runKubeProxy(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -22,6 +22,7 @@ import (
 // The files of a harness directory that the API server reads and clients use.
 const (
 	caCertFile     = "ca.crt"
+	caKeyFile      = "ca.key"
 	serverCertFile = "apiserver.crt"
 	serverKeyFile  = "apiserver.key"
 	adminCertFile  = "admin.crt"
@@ -56,6 +57,10 @@ func writePKI(dir string) error {
 		return err
 	}
 	if err := writePEM(dir, caCertFile, "CERTIFICATE", caCert.Raw); err != nil {
+		return err
+	}
+	// Kept so that `cluster up` can sign the node components' client certificates afterwards.
+	if err := writeKey(dir, caKeyFile, caKey); err != nil {
 		return err
 	}
 
@@ -141,6 +146,12 @@ func writePEM(dir, name, kind string, der []byte) error {
 // writeKubeconfig writes DIR/kubeconfig for the admin certificate, with absolute paths so that
 // the file works from any working directory.
 func writeKubeconfig(dir string, port int) error {
+	return writeKubeconfigFor(dir, port, kubeconfigFile, "admin", adminCertFile, adminKeyFile)
+}
+
+// writeKubeconfigFor writes DIR/NAME for the client certificate certFile and keyFile of DIR,
+// under the user entry userEntry.
+func writeKubeconfigFor(dir string, port int, name, userEntry, certFile, keyFile string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -150,11 +161,46 @@ func writeKubeconfig(dir string, port int) error {
 		Server:               fmt.Sprintf("https://127.0.0.1:%d", port),
 		CertificateAuthority: filepath.Join(abs, caCertFile),
 	}
-	config.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		ClientCertificate: filepath.Join(abs, adminCertFile),
-		ClientKey:         filepath.Join(abs, adminKeyFile),
+	config.AuthInfos[userEntry] = &clientcmdapi.AuthInfo{
+		ClientCertificate: filepath.Join(abs, certFile),
+		ClientKey:         filepath.Join(abs, keyFile),
 	}
-	config.Contexts["kube-harness"] = &clientcmdapi.Context{Cluster: "kube-harness", AuthInfo: "admin"}
+	config.Contexts["kube-harness"] = &clientcmdapi.Context{Cluster: "kube-harness", AuthInfo: userEntry}
 	config.CurrentContext = "kube-harness"
-	return clientcmd.WriteToFile(*config, filepath.Join(dir, kubeconfigFile))
+	return clientcmd.WriteToFile(*config, filepath.Join(dir, name))
+}
+
+// writeClientCert signs, with DIR's CA, a client certificate for user in groups and writes it
+// to DIR/NAME.crt and DIR/NAME.key.
+func writeClientCert(dir, name, user string, groups []string) error {
+	caPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	if err != nil {
+		return err
+	}
+	certBlock, _ := pem.Decode(caPEM)
+	keyBlock, _ := pem.Decode(keyPEM)
+	if certBlock == nil || keyBlock == nil {
+		return fmt.Errorf("no PEM block in %s or %s", caCertFile, caKeyFile)
+	}
+	ca, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return err
+	}
+	caKey, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return err
+	}
+	now := time.Now().Add(-time.Minute)
+	template := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:   now,
+		NotAfter:    now.Add(certLifetime),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	return writeLeaf(dir, name+".crt", name+".key", template, ca, caKey)
 }
