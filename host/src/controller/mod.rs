@@ -269,7 +269,7 @@ impl Controller {
             watch.clone(),
         ));
         informers.spawn(informer(
-            self.api::<core::Pod>(&self.clients.shared),
+            self.api::<store::wire_pod::WirePod>(&self.clients.shared),
             reflect(Pods {
                 handle: handle.clone(),
                 batch: self.config.batch_period,

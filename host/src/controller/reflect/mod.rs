@@ -19,6 +19,7 @@ use kube::Resource;
 use crate::controller::handle::Handle;
 use crate::controller::ledger::Ledger;
 use crate::controller::store::slices::NodeView;
+use crate::controller::store::wire_pod::WirePod;
 use crate::controller::store::{CachedPod, key};
 use crate::controller::watch::Change;
 use triggers::{node_enqueues, pod_enqueues, slice_enqueues};
@@ -148,10 +149,10 @@ impl Pods {
     }
 }
 
-impl CacheSide<core::Pod> for Pods {
+impl CacheSide<WirePod> for Pods {
     type Id = (String, String);
 
-    fn apply(&mut self, pod: core::Pod) -> (String, String) {
+    fn apply(&mut self, WirePod(pod): WirePod) -> (String, String) {
         let new = CachedPod::from_pod(&pod);
         let ns = new.namespace().to_string();
         let old = self.handle.cache.apply_pod(new.clone());
@@ -159,7 +160,7 @@ impl CacheSide<core::Pod> for Pods {
         names(&pod)
     }
 
-    fn delete(&mut self, pod: core::Pod) {
+    fn delete(&mut self, WirePod(pod): WirePod) {
         let (ns, name) = names(&pod);
         let old = self
             .handle

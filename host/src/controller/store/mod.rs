@@ -15,6 +15,7 @@ pub mod key;
 pub mod packed;
 pub mod slices;
 pub mod slim_pod;
+pub mod wire_pod;
 
 use crate::model;
 use crate::selector::{LabelSelector, labels_match};
