@@ -6,7 +6,7 @@ CARGO ?= cargo
 export WEIR_TOOLS_DIR ?= $(CURDIR)/target/tools
 export PATH := $(WEIR_TOOLS_DIR)/bin:$(WEIR_TOOLS_DIR)/venv/bin:$(PATH)
 
-.PHONY: image demo test tools doctor policies lint fmt-check wasm-target upstream conformance jco e2e-real
+.PHONY: image demo test tools doctor policies lint fmt-check wasm-target upstream conformance jco e2e-real cluster-e2e
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -163,3 +163,27 @@ conformance: upstream wasm-target e2e-real
 	cd tests/upstream && CGO_ENABLED=0 go run ./conformance --harness $(abspath $(KUBE_HARNESS)) \
 		--weir $(abspath $(WEIR_BIN)) --scenarios $(CONFORMANCE_SCENARIOS) --seed $(CONFORMANCE_SEED) \
 		--parallel $(CONFORMANCE_PARALLEL) --spec all
+
+## cluster-e2e: packets through policies on a one-node cluster (`kube-harness cluster up`: a
+## kubelet on containerd, kube-proxy in nftables mode, kube-controller-manager without its
+## endpoint controllers): calls to a Service's ClusterIP follow the default guest, the
+## drain-annotation policy in Rust (ConfigMap guest), Python (guest file) and CEL (rules in a
+## ConfigMap), and ignore a guest the swap gate refuses. Needs root; prints `N passed, N failed`
+# The guests come from the same nested build as the tests' (host/tests/support/guests.rs), so
+# after `make test` it finds them fresh. CLUSTER_E2E_FLAGS adds driver flags (`--keep` leaves
+# the cluster up, `--proxy-mode iptables`).
+CLUSTER_GUESTS_DIR := $(or $(CARGO_TARGET_DIR),target)/test-guests
+CLUSTER_GUESTS := $(CLUSTER_GUESTS_DIR)/wasm32-wasip2/release
+CLUSTER_E2E_FLAGS ?=
+cluster-e2e: upstream wasm-target tools target/policies/drain-annotation-python.wasm
+	tests/install-cluster-packages.sh
+	$(CARGO) build --workspace --all-targets
+	$(CARGO) build --release --target wasm32-wasip2 --target-dir $(CLUSTER_GUESTS_DIR) \
+		-p weir-example-drain-annotation -p weir-test-all-not-ready
+	cd tests/upstream && CGO_ENABLED=0 go run ./clustere2e --harness $(abspath $(KUBE_HARNESS)) \
+		--weir $(abspath $(WEIR_BIN)) \
+		--rust-drain $(abspath $(CLUSTER_GUESTS))/weir_example_drain_annotation.wasm \
+		--python-drain $(CURDIR)/target/policies/drain-annotation-python.wasm \
+		--refused $(abspath $(CLUSTER_GUESTS))/weir_test_all_not_ready.wasm \
+		--refused-by $(CURDIR)/guest/examples/drain-annotation/cases \
+		--cel-drain $(CURDIR)/guest/examples/cel/drain-annotation.yaml $(CLUSTER_E2E_FLAGS)

@@ -16,6 +16,10 @@ cd "$(dirname "$0")/../.."
 missing=()
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
+# The Dockerfile's distroless base carries the system's CA bundle, which oci:// guests on
+# registries with public certificates need; this image takes the build machine's.
+ca_bundle=/etc/ssl/certs/ca-certificates.crt
+[ -s "$ca_bundle" ] || missing+=(ca-certificates)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "error: make image needs ${missing[*]}: apt-get install ${missing[*]}" >&2
   exit 1
@@ -36,6 +40,7 @@ fi
 container="$(buildah from scratch)"
 trap 'buildah rm "$container" >/dev/null 2>&1 || true' EXIT
 buildah copy --chmod 0555 "$container" "$binary" /usr/local/bin/weir >/dev/null
+buildah copy --chmod 0444 "$container" "$ca_bundle" /etc/ssl/certs/ca-certificates.crt >/dev/null
 # The same entry point, user and port as the Dockerfile's final stage: the manifests in
 # deploy/kubernetes run either image.
 buildah config --user 65532:65532 --port 9090 \

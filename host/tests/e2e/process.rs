@@ -152,6 +152,48 @@ async fn weir_run_converges_and_exits_zero_on_sigterm() {
     assert!(status.success(), "SIGTERM exits 0: {status:?}");
 }
 
+/// weir makes a registry client only for a guest from a registry: setting one up can fail for
+/// reasons that do not concern a guest file or a built-in guest (an image built from scratch
+/// has no root certificates, and a client refuses to be built without any; a docker config file
+/// may be malformed). Here a malformed docker config file stands for them: an `oci://` guest is
+/// refused at start because of it, the built-in guest runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weir_run_sets_up_a_registry_client_only_for_a_guest_from_a_registry() {
+    let c = Cluster::start(web_app()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig);
+    let docker_config = dir.path().join("docker");
+    std::fs::create_dir(&docker_config).unwrap();
+    std::fs::write(docker_config.join("config.json"), "{not json").unwrap();
+    let weir = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command
+            .args(["run", "--kubeconfig", kubeconfig.to_str().unwrap()])
+            .args(["--leader-elect=false", "--admin-addr", "127.0.0.1:0"])
+            .args(extra)
+            .env("WEIR_CACHE_DIR", compile_cache_dir())
+            .env("WEIR_METRICS_SECURE", "false")
+            .env("DOCKER_CONFIG", &docker_config);
+        command
+    };
+    let refused = weir(&["--guest", "oci://127.0.0.1:1/weir/none:1"])
+        .output()
+        .expect("running weir");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("config.json"),
+        "an oci:// guest needs the registry client, which the docker config file breaks: \
+         {refused:?}"
+    );
+    let run = Proc::spawn_logging(weir(&[]));
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    let status = tokio::task::spawn_blocking(move || run.stop("-TERM"))
+        .await
+        .unwrap();
+    assert!(status.success(), "SIGTERM exits 0: {status:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_prints_decisions_and_writes_nothing() {
     let c = Cluster::start(web_app()).await;

@@ -27,8 +27,28 @@ pub struct ConfigKey {
 }
 
 /// The registry client of `weir run`: the flags' transport and public key, the docker config
-/// file's credentials, and over them the `--registry-secret`s'.
-pub async fn registry(args: &Args, client: &kube::Client) -> anyhow::Result<Arc<Registry>> {
+/// file's credentials, and over them the `--registry-secret`s'. `None` when no guest comes from
+/// a registry and no signature key is set: a client needs the system's root certificates, which
+/// an image built from scratch does not have, and a docker config file that a guest file never
+/// reads must not stop weir.
+pub async fn registry(
+    args: &Args,
+    source: &GuestSource,
+    client: &kube::Client,
+) -> anyhow::Result<Option<Arc<Registry>>> {
+    let shadow_from_registry = args.shadow_guest.as_deref().is_some_and(|path| {
+        matches!(
+            GuestSource::parse(&path.to_string_lossy()),
+            Ok(GuestSource::Oci(_))
+        )
+    });
+    let needed = matches!(source, GuestSource::Oci(_))
+        || shadow_from_registry
+        || args.guest.registry.public_key.is_some()
+        || !args.registry_secret.is_empty();
+    if !needed {
+        return Ok(None);
+    }
     let mut options = args.guest.registry.options()?;
     for (namespace, name) in &args.registry_secret {
         let api: kube::Api<core::Secret> = kube::Api::namespaced(client.clone(), namespace);
@@ -47,7 +67,7 @@ pub async fn registry(args: &Args, client: &kube::Client) -> anyhow::Result<Arc<
             &format!("Secret {namespace}/{name}"),
         )?);
     }
-    Ok(Arc::new(Registry::new(options)?))
+    Ok(Some(Arc::new(Registry::new(options)?)))
 }
 
 /// Reads the policy configuration into `config.policy_config` where the flags put it in a
@@ -100,7 +120,7 @@ pub async fn read_configmap_config(
 pub async fn load_shadow(
     path: &Path,
     runtime: &Runtime,
-    registry: &Registry,
+    registry: Option<&Registry>,
     config: &Config,
 ) -> anyhow::Result<Guest> {
     let source = GuestSource::parse(&path.to_string_lossy()).map_err(anyhow::Error::msg)?;
@@ -108,7 +128,7 @@ pub async fn load_shadow(
         anyhow::bail!("--shadow-guest takes a file, oci://... or builtin:NAME, not a ConfigMap")
     }
     let bytes = source
-        .fetch(None, Some(registry))
+        .fetch(None, registry)
         .await
         .context("--shadow-guest")?
         .bytes;

@@ -105,17 +105,17 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     // deadline and cost the lease.
     let election_client = self::client(args.kubeconfig.as_deref(), &agent, rate).await?;
     let source = args.guest.source().map_err(anyhow::Error::msg)?;
-    let registry = guest::registry(&args, &client).await?;
+    let registry = guest::registry(&args, &source, &client).await?;
     let swap_config = SwapConfig {
         pin_sha256: args.guest_sha256.clone(),
         check_cases: args.guest_check.clone(),
         rollback_fault_share: args.rollback_fault_share,
         rollback_window: args.rollback_window,
         rollback_min_calls: args.rollback_min_calls,
-        registry: Some(registry.clone()),
+        registry: registry.clone(),
     };
     let config_key = guest::read_configmap_config(&args, &source, &client, &mut config).await?;
-    let fetched = source.fetch(Some(&client), Some(&registry)).await?;
+    let fetched = source.fetch(Some(&client), registry.as_deref()).await?;
     let active = weir::swap::validate_candidate(
         &runtime,
         &swap_config,
@@ -127,7 +127,7 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
     let pinned = fetched.pulled.as_ref().map(|p| p.pinned().to_string());
     tracing::info!(source = %source.describe(), pinned, digest = active.digest(), size = active.size(), "guest loaded");
     if let Some(path) = &args.shadow_guest {
-        let shadow = guest::load_shadow(path, &runtime, &registry, &config).await?;
+        let shadow = guest::load_shadow(path, &runtime, registry.as_deref(), &config).await?;
         tracing::info!(
             digest = shadow.digest(),
             "shadow guest loaded; it writes nothing"

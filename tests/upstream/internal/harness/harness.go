@@ -168,14 +168,21 @@ func Upstream(harness, kubeconfig, ns, logPath string, extra ...string) (*procs.
 // returns once its admin endpoint answers ready (a path: /healthz once it runs, /readyz once it
 // has synced).
 func Weir(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*procs.Process, error) {
+	p, _, err := WeirWithAdmin(weir, kubeconfig, ns, dir, logPath, ready, extra...)
+	return p, err
+}
+
+// WeirWithAdmin is Weir that also returns the admin endpoint's address (host:port), where
+// /metrics answers in plain HTTP.
+func WeirWithAdmin(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*procs.Process, string, error) {
 	port, err := procs.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	admin := fmt.Sprintf("127.0.0.1:%d", port)
 	log, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// The child holds its own descriptor.
 	defer log.Close()
@@ -191,15 +198,15 @@ func Weir(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*p
 	command.Stdout = log
 	command.Stderr = log
 	if err := procs.Pin(ControllerCPUs, command); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	p, err := procs.Start("weir", command)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := p.WaitHTTP("http://"+admin+ready, StartLimit, logPath); err != nil {
 		_ = p.Stop()
-		return nil, err
+		return nil, "", err
 	}
-	return p, nil
+	return p, admin, nil
 }
