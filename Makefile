@@ -159,7 +159,7 @@ conformance: upstream wasm-target e2e-real
 	cd tests/upstream && test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	cd tests/upstream && CGO_ENABLED=0 go vet ./...
 	cd tests/upstream && CGO_ENABLED=0 KUBE_HARNESS=$(abspath $(KUBE_HARNESS)) WEIR=$(abspath $(WEIR_BIN)) \
-		go test -count=1 . ./conformance/ ./apidiff/ ./e2e/...
+		go test -count=1 . ./conformance/ ./apidiff/ ./clustere2e/ ./e2e/...
 	cd tests/upstream && CGO_ENABLED=0 go run ./conformance --harness $(abspath $(KUBE_HARNESS)) \
 		--weir $(abspath $(WEIR_BIN)) --scenarios $(CONFORMANCE_SCENARIOS) --seed $(CONFORMANCE_SEED) \
 		--parallel $(CONFORMANCE_PARALLEL) --spec all
@@ -175,7 +175,14 @@ conformance: upstream wasm-target e2e-real
 CLUSTER_GUESTS_DIR := $(or $(CARGO_TARGET_DIR),target)/test-guests
 CLUSTER_GUESTS := $(CLUSTER_GUESTS_DIR)/wasm32-wasip2/release
 CLUSTER_E2E_FLAGS ?=
-cluster-e2e: upstream wasm-target tools target/policies/drain-annotation-python.wasm
+# CLUSTER_E2E_PROFILE=full also deploys weir as users do: `make image`, imported into the node's
+# containerd, and `kubectl apply -k` of an overlay of deploy/kubernetes (two replicas, a failover).
+# The musl release build of the image takes too long for CI, which runs the short profile.
+CLUSTER_E2E_PROFILE ?= short
+CLUSTER_E2E_PROFILE_FLAGS := $(if $(filter full,$(CLUSTER_E2E_PROFILE)),--profile full \
+	--image $(CURDIR)/target/image/weir.oci.tar --image-name $(IMAGE) --deploy $(CURDIR)/deploy/kubernetes)
+cluster-e2e: upstream wasm-target tools target/policies/drain-annotation-python.wasm \
+		$(if $(filter full,$(CLUSTER_E2E_PROFILE)),image)
 	tests/install-cluster-packages.sh
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) build --release --target wasm32-wasip2 --target-dir $(CLUSTER_GUESTS_DIR) \
@@ -186,4 +193,5 @@ cluster-e2e: upstream wasm-target tools target/policies/drain-annotation-python.
 		--python-drain $(CURDIR)/target/policies/drain-annotation-python.wasm \
 		--refused $(abspath $(CLUSTER_GUESTS))/weir_test_all_not_ready.wasm \
 		--refused-by $(CURDIR)/guest/examples/drain-annotation/cases \
-		--cel-drain $(CURDIR)/guest/examples/cel/drain-annotation.yaml $(CLUSTER_E2E_FLAGS)
+		--cel-drain $(CURDIR)/guest/examples/cel/drain-annotation.yaml $(CLUSTER_E2E_PROFILE_FLAGS) \
+		$(CLUSTER_E2E_FLAGS)

@@ -63,14 +63,24 @@ func runAPIServer(dir string) error {
 	if err := os.WriteFile(file(auditPolicyFile), []byte(auditPolicy), 0o600); err != nil {
 		return err
 	}
+	// Alone (`up`), the default Service's endpoints would carry 127.0.0.1, which Endpoints
+	// validation refuses (loopback), and no pod needs them. In a cluster (`cluster up`) it
+	// advertises the node's address, where api-forwarder relays to loopback, and keeps the
+	// `kubernetes` Service's endpoints as kube-apiserver does by default (a lease per server).
+	advertise, err := advertisedAddress(abs)
+	if err != nil {
+		return err
+	}
+	reconciler := "lease"
+	if advertise == "" {
+		advertise, reconciler = "127.0.0.1", "none"
+	}
 	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", ports.EtcdClient),
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", ports.APIServer),
-		// The default Service's endpoints would carry 127.0.0.1, which Endpoints validation
-		// refuses (loopback); the harness has no in-cluster clients that need them.
-		"--endpoint-reconciler-type=none",
-		"--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=" + reconciler,
+		"--advertise-address=" + advertise,
 		"--tls-cert-file=" + file(serverCertFile),
 		"--tls-private-key-file=" + file(serverKeyFile),
 		"--client-ca-file=" + file(caCertFile),

@@ -59,7 +59,7 @@ const (
 
 // clusterComponents are the processes `cluster up` starts after etcd and the API server, in
 // start order; `cluster down` stops them in reverse.
-var clusterComponents = []string{"containerd", "controller-manager", "scheduler", "kubelet", "kube-proxy"}
+var clusterComponents = []string{"containerd", "api-forwarder", "controller-manager", "scheduler", "kubelet", "kube-proxy"}
 
 // clusterState is DIR/cluster.json: what `cluster up` chose, read by the component processes.
 type clusterState struct {
@@ -133,6 +133,12 @@ func clusterUp(dir string, endpointControllers bool, proxyMode string) error {
 			return fmt.Errorf("%s already runs in %s (pid %d); run `kube-harness cluster down %s` first", name, abs, pid, abs)
 		}
 	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(abs, advertiseFile), []byte(nodeIP), 0o600); err != nil {
+		return err
+	}
 	if err := up(abs); err != nil {
 		return err
 	}
@@ -185,6 +191,10 @@ func clusterUp(dir string, endpointControllers bool, proxyMode string) error {
 		return err
 	}
 	phase("containerd ready, images imported", start)
+	// The bridge carries nodeIP: pods reach the API server through it.
+	if _, err := startServer(abs, "api-forwarder"); err != nil {
+		return err
+	}
 
 	probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		// The controller-manager and scheduler serve /healthz with a certificate they make up at
@@ -542,6 +552,8 @@ func clusterDown(dir string) error {
 	if err := unmountUnder(abs); err != nil {
 		failures = append(failures, err.Error())
 	}
+	// A later `up DIR` alone keeps the API server to loopback.
+	_ = os.Remove(filepath.Join(abs, advertiseFile))
 	if len(failures) > 0 {
 		return errors.New(strings.Join(failures, "; "))
 	}

@@ -46,12 +46,14 @@ Usage:
       localhost/kube-harness/pause:1 (the sandbox) and localhost/kube-harness/http-server:1
       (answers HTTP on :8080 with the pod's name) are made from the binaries build.sh puts next
       to kube-harness and imported; pods use imagePullPolicy: Never. Needs root and the Debian
-      packages containerd, runc, nftables, iptables, containernetworking-plugins.
+      packages containerd, runc, nftables, iptables, containernetworking-plugins. Pods reach the
+      API server through the kubernetes Service: it advertises the node's address, where
+      api-forwarder relays to its loopback port.
   kube-harness cluster down DIR
       Stop the cluster of DIR, remove its pods' sandboxes, kube-proxy's rules, the bridge and
       the mounts under DIR.
   kube-harness etcd DIR | apiserver DIR | controller-manager DIR | scheduler DIR | kubelet DIR
-          | kube-proxy DIR [--cleanup]
+          | kube-proxy DIR [--cleanup] | api-forwarder DIR
       The server processes "up" and "cluster up" start.
 `
 
@@ -83,6 +85,8 @@ func main() {
 		err = withDir(args, runKubelet)
 	case "kube-proxy":
 		err = runKubeProxy(args)
+	case "api-forwarder":
+		err = withDir(args, runAPIForwarder)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

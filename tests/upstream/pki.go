@@ -70,7 +70,8 @@ func writePKI(dir string) error {
 		NotAfter:    now.Add(certLifetime),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP(serviceIPv4)},
+		// nodeIP: where api-forwarder relays to the API server in a cluster.
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP(serviceIPv4), net.ParseIP(nodeIP)},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default",
 			"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 	}

@@ -101,6 +101,12 @@ func measureSide(ctx context.Context, o *options, dir, side string) (sideResult,
 	if err := o.settlesTo(ctx, "answers from web-a and web-b only", only(backendA, backendB)); err != nil {
 		return result, err
 	}
+	// Only the rounds' observations count: the side's first sync (weir's start, or the
+	// Service's creation) is in the histogram already.
+	before, err := o.proxyHistogram(dir)
+	if err != nil {
+		return result, err
+	}
 	pods := make(chan time.Time, 16)
 	slices := make(chan time.Time, 16)
 	watchCtx, cancel := context.WithCancel(ctx)
@@ -124,7 +130,11 @@ func measureSide(ctx context.Context, o *options, dir, side string) (sideResult,
 		result.toSlice = append(result.toSlice, toSlice)
 		result.toWire = append(result.toWire, toWire)
 	}
-	result.proxyP50, result.proxyP99, result.proxyCount, err = o.proxyQuantiles(dir)
+	after, err := o.proxyHistogram(dir)
+	if err != nil {
+		return result, err
+	}
+	result.proxyP50, result.proxyP99, result.proxyCount, err = histogramQuantiles(before, after)
 	return result, err
 }
 
@@ -303,36 +313,37 @@ func (o *options) watchLoop(ctx context.Context, start func(rv string) (watch.In
 	}
 }
 
-// proxyQuantiles reads kube-proxy's network_programming_duration_seconds histogram from its
-// metrics port and returns its p50 and p99 (the upper bound of the bucket each falls in) and
-// its count.
-func (o *options) proxyQuantiles(dir string) (p50, p99, count float64, err error) {
+// bucket is one cumulative bucket of a Prometheus histogram.
+type bucket struct{ le, count float64 }
+
+// proxyHistogram reads kube-proxy's network_programming_duration_seconds histogram (IPv4) from
+// its metrics port, sorted by bound. The whole scrape is kept in DIR/kube-proxy-metrics.txt:
+// kube-proxy's sync counts and durations explain a slow wire.
+func (o *options) proxyHistogram(dir string) ([]bucket, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
 	if err != nil {
-		return 0, 0, 0, err
+		return nil, err
 	}
 	var state struct {
 		ProxyMetricsPort int `json:"proxyMetricsPort"`
 	}
 	if err := json.Unmarshal(data, &state); err != nil || state.ProxyMetricsPort == 0 {
-		return 0, 0, 0, fmt.Errorf("kube-proxy's metrics port in %s/cluster.json: %v", dir, err)
+		return nil, fmt.Errorf("kube-proxy's metrics port in %s/cluster.json: %v", dir, err)
 	}
 	response, err := (&http.Client{Timeout: 5 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", state.ProxyMetricsPort))
 	if err != nil {
-		return 0, 0, 0, err
+		return nil, err
 	}
 	defer response.Body.Close()
 	body, err := io.ReadAll(response.Body)
 	if err != nil {
-		return 0, 0, 0, err
+		return nil, err
 	}
-	// Kept for a closer look: kube-proxy's sync counts and durations explain a slow wire.
 	if err := os.WriteFile(filepath.Join(dir, "kube-proxy-metrics.txt"), body, 0o644); err != nil {
-		return 0, 0, 0, err
+		return nil, err
 	}
-	type bucket struct{ le, count float64 }
 	var buckets []bucket
-	const name = "kubeproxy_network_programming_duration_seconds_bucket{"
+	const name = `kubeproxy_network_programming_duration_seconds_bucket{ip_family="IPv4",`
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, name) {
 			continue
@@ -342,23 +353,36 @@ func (o *options) proxyQuantiles(dir string) (p50, p99, count float64, err error
 		bound := math.Inf(1)
 		if le != "+Inf" {
 			if bound, err = strconv.ParseFloat(le, 64); err != nil {
-				return 0, 0, 0, fmt.Errorf("metrics line %q: %w", line, err)
+				return nil, fmt.Errorf("metrics line %q: %w", line, err)
 			}
 		}
 		fields := strings.Fields(line)
 		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("metrics line %q: %w", line, err)
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
 		}
 		buckets = append(buckets, bucket{bound, n})
 	}
 	if len(buckets) == 0 {
-		return 0, 0, 0, fmt.Errorf("kube-proxy's metrics have no %s", strings.TrimSuffix(name, "{"))
+		return nil, fmt.Errorf("kube-proxy's metrics have no %s...}", name)
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
-	count = buckets[len(buckets)-1].count
+	return buckets, nil
+}
+
+// histogramQuantiles are the p50 and p99 (the bound of the bucket each falls in) and the count
+// of the observations after minus those before (both from proxyHistogram, same buckets).
+func histogramQuantiles(before, after []bucket) (p50, p99, count float64, err error) {
+	if len(before) != len(after) {
+		return 0, 0, 0, fmt.Errorf("kube-proxy's histogram changed its buckets (%d, then %d)", len(before), len(after))
+	}
+	delta := make([]bucket, len(after))
+	for i := range after {
+		delta[i] = bucket{after[i].le, after[i].count - before[i].count}
+	}
+	count = delta[len(delta)-1].count
 	at := func(q float64) float64 {
-		for _, b := range buckets {
+		for _, b := range delta {
 			if b.count >= q*count {
 				return b.le
 			}

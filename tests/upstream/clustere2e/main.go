@@ -82,6 +82,9 @@ type options struct {
 	failures               []string
 	weirRuns               int
 	latencyRounds          int
+	profile                string
+	image, imageName       string
+	deploy                 string
 }
 
 func main() {
@@ -96,10 +99,27 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "leave the cluster up and its directory in place at the end")
 	flag.StringVar(&o.proxyMode, "proxy-mode", "nftables", "kube-proxy's mode (nftables or iptables)")
 	flag.IntVar(&o.latencyRounds, "latency-rounds", 0, "instead of the checks: measure network programming latency, this many readiness changes on each side (weir, then upstream's controllers in kube-controller-manager), each on a cluster of its own under --dir")
+	flag.StringVar(&o.profile, "profile", "short", "short: weir as a process on the node; full: also weir deployed from deploy/kubernetes as two Pods of its image (--image), with a failover")
+	flag.StringVar(&o.image, "image", "", "with --profile full: weir's image as an OCI archive (make image: target/image/weir.oci.tar)")
+	flag.StringVar(&o.imageName, "image-name", "localhost/weir:dev", "with --profile full: the name the archive carries")
+	flag.StringVar(&o.deploy, "deploy", "", "with --profile full: the manifests to apply (deploy/kubernetes)")
 	flag.Parse()
 	harness.RequireBinaries("clustere2e", o.harness, o.weir)
 	if o.latencyRounds == 0 {
 		requireGuests(&o)
+	}
+	switch o.profile {
+	case "short":
+	case "full":
+		for name, value := range map[string]string{"--image": o.image, "--deploy": o.deploy} {
+			if _, err := os.Stat(value); value == "" || err != nil {
+				fmt.Fprintf(os.Stderr, "clustere2e: --profile full needs %s (%v)\n", name, err)
+				os.Exit(2)
+			}
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "clustere2e: --profile must be short or full, not %q\n", o.profile)
+		os.Exit(2)
 	}
 	os.Exit(run(&o))
 }
@@ -146,6 +166,9 @@ func run(o *options) int {
 	checkRustByConfigMap(ctx, o)
 	checkPython(ctx, o)
 	checkCEL(ctx, o)
+	if o.profile == "full" {
+		runDeployed(ctx, o)
+	}
 	for _, f := range o.failures {
 		fmt.Println("FAILED:", f)
 	}
@@ -414,21 +437,26 @@ func checkDefault(ctx context.Context, o *options) {
 		o.check("default guest: weir starts", err)
 		return
 	}
-	o.check("default guest: the ready backends answer, the not-ready one never does",
+	o.checkDefaultTraffic(ctx, "default guest")
+	o.check("default guest: weir stops cleanly", stop())
+}
+
+// checkDefaultTraffic checks what the default guest's decisions do on the wire, whoever runs
+// it: the ready backends answer, the not-ready one never does, and a readiness change through
+// the kubelet's probe takes a backend out and back in.
+func (o *options) checkDefaultTraffic(ctx context.Context, label string) {
+	o.check(label+": the ready backends answer, the not-ready one never does",
 		o.settlesTo(ctx, "answers from web-a and web-b only", only(backendA, backendB)))
-	// A readiness change through the kubelet's probe: web-b's application says it is not
-	// ready, the kubelet marks the pod so, and weir takes it out of the rules.
-	err = o.setReady(ctx, backendB, false)
+	err := o.setReady(ctx, backendB, false)
 	if err == nil {
 		err = o.settlesTo(ctx, "answers from web-a only, web-b not ready", only(backendA))
 	}
-	o.check("default guest: a backend that turns not ready stops answering", err)
+	o.check(label+": a backend that turns not ready stops answering", err)
 	err = o.setReady(ctx, backendB, true)
 	if err == nil {
 		err = o.settlesTo(ctx, "answers from web-a and web-b again", only(backendA, backendB))
 	}
-	o.check("default guest: ready again, it answers again", err)
-	o.check("default guest: weir stops cleanly", stop())
+	o.check(label+": ready again, it answers again", err)
 }
 
 // drainCycle annotates backend B as draining, expects it to stop answering while A goes on,
