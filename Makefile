@@ -86,10 +86,15 @@ HOOKS_WIT := wit/hooks/v0.2
 PY_POLICY_LIMITS := --deadline 1s --memory-mib 128
 JS_POLICY_LIMITS := --deadline 2s --memory-mib 128
 policies: $(PY_POLICIES:%=target/policies/%-python.wasm) $(JS_POLICIES:%=target/policies/%-js.wasm)
+# componentize-py writes `__pycache__` beside the sources it imports, whatever
+# PYTHONDONTWRITEBYTECODE says; in guest/examples, which the weir crate's build script watches,
+# that would rebuild weir. It builds from a copy.
 target/policies/%-python.wasm: guest/examples/%/python/policy.py $(wildcard guest/python/weir_policy/*.py) $(HOOKS_WIT)/hooks.wit | weir-bin
 	@mkdir -p target/policies/hooks
-	componentize-py -d $(HOOKS_WIT) -w hooks componentize -p $(<D) -p guest/python \
-		weir_policy.component -o target/policies/hooks/$*-python.wasm
+	rm -rf target/policies/src/$* && mkdir -p target/policies/src/$*/policy
+	cp $< target/policies/src/$*/policy/ && cp -r guest/python/weir_policy target/policies/src/$*/
+	componentize-py -d $(HOOKS_WIT) -w hooks componentize -p target/policies/src/$*/policy \
+		-p target/policies/src/$* weir_policy.component -o target/policies/hooks/$*-python.wasm
 	$(WEIR_BIN) policy build target/policies/hooks/$*-python.wasm -o $@ $(PY_POLICY_LIMITS)
 target/policies/%-js.wasm: guest/examples/%/js/policy.ts guest/js/src/weir-policy.ts guest/js/build.mjs $(HOOKS_WIT)/hooks.wit guest/js/node_modules/.package-lock.json | weir-bin
 	@mkdir -p target/policies/hooks
