@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -342,37 +343,39 @@ func (o *options) proxyHistogram(dir string) ([]bucket, error) {
 	if err := os.WriteFile(filepath.Join(dir, "kube-proxy-metrics.txt"), body, 0o644); err != nil {
 		return nil, err
 	}
+	families, err := parseMetrics(body)
+	if err != nil {
+		return nil, err
+	}
+	const name = "kubeproxy_network_programming_duration_seconds"
 	var buckets []bucket
-	const name = `kubeproxy_network_programming_duration_seconds_bucket{ip_family="IPv4",`
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, name) {
+	for _, metric := range families[name].GetMetric() {
+		if !hasLabel(metric, "ip_family", "IPv4") {
 			continue
 		}
-		le := line[strings.Index(line, `le="`)+4:]
-		le = le[:strings.Index(le, `"`)]
-		bound := math.Inf(1)
-		if le != "+Inf" {
-			if bound, err = strconv.ParseFloat(le, 64); err != nil {
-				return nil, fmt.Errorf("metrics line %q: %w", line, err)
-			}
+		for _, b := range metric.GetHistogram().GetBucket() {
+			buckets = append(buckets, bucket{b.GetUpperBound(), float64(b.GetCumulativeCount())})
 		}
-		fields := strings.Fields(line)
-		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		buckets = append(buckets, bucket{bound, n})
+		buckets = append(buckets, bucket{math.Inf(1), float64(metric.GetHistogram().GetSampleCount())})
 	}
-	if len(buckets) == 0 {
-		return nil, fmt.Errorf("kube-proxy's metrics have no %s...}", name)
-	}
+	// None yet: kube-proxy has observed nothing.
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
 	return buckets, nil
 }
 
 // histogramQuantiles are the p50 and p99 (the bound of the bucket each falls in) and the count
-// of the observations after minus those before (both from proxyHistogram, same buckets).
+// of the observations after minus those before (both from proxyHistogram, same buckets; before
+// may be empty, when kube-proxy had observed nothing yet).
 func histogramQuantiles(before, after []bucket) (p50, p99, count float64, err error) {
+	if len(after) == 0 {
+		return 0, 0, 0, fmt.Errorf("kube-proxy observed no network programming duration")
+	}
+	if len(before) == 0 {
+		before = make([]bucket, len(after))
+		for i := range after {
+			before[i].le = after[i].le
+		}
+	}
 	if len(before) != len(after) {
 		return 0, 0, 0, fmt.Errorf("kube-proxy's histogram changed its buckets (%d, then %d)", len(before), len(after))
 	}
@@ -410,4 +413,13 @@ func seconds(s float64) string {
 		return "> the largest bucket"
 	}
 	return fmt.Sprintf("≤ %g s", s)
+}
+
+func hasLabel(metric *dto.Metric, name, value string) bool {
+	for _, label := range metric.GetLabel() {
+		if label.GetName() == name && label.GetValue() == value {
+			return true
+		}
+	}
+	return false
 }

@@ -19,6 +19,9 @@ func TestHistogramQuantilesCountOnlyTheNewObservations(t *testing.T) {
 	if count != 9 || p50 != 0.5 || p99 != 2 {
 		t.Fatalf("got p50 %v, p99 %v, count %v; want 0.5, 2, 9", p50, p99, count)
 	}
+	if _, _, count, err := histogramQuantiles(nil, after); err != nil || count != 10 {
+		t.Fatalf("with nothing observed before, every observation counts: %v, %v", count, err)
+	}
 	if _, _, _, err := histogramQuantiles(before[:2], after); err == nil {
 		t.Fatal("histograms with different buckets must be refused")
 	}
@@ -40,5 +43,20 @@ func TestQuantileIsTheNearestRank(t *testing.T) {
 	}
 	if samples[0] != 100*time.Millisecond {
 		t.Fatal("quantile must not reorder its input")
+	}
+}
+
+func TestRefusalsAndHistogramsParseFromTheirExpositions(t *testing.T) {
+	// weir's /metrics is OpenMetrics text (prometheus-client); kube-proxy's is Prometheus text.
+	weir := "# HELP weir_guest_swap_refusals Guest candidates refused, by reason.\n" +
+		"# TYPE weir_guest_swap_refusals counter\n" +
+		"weir_guest_swap_refusals_total{reason=\"check\"} 1\n" +
+		"weir_guest_swap_refusals_total{reason=\"pin\"} 2\n# EOF\n"
+	families, err := parseMetrics([]byte(weir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sumFamily(families, "weir_guest_swap_refusals"); got != 3 {
+		t.Fatalf("refusals: %v, want 3", got)
 	}
 }

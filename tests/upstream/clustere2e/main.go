@@ -24,6 +24,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -37,6 +38,9 @@ import (
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -447,31 +451,30 @@ func checkDefault(ctx context.Context, o *options) {
 func (o *options) checkDefaultTraffic(ctx context.Context, label string) {
 	o.check(label+": the ready backends answer, the not-ready one never does",
 		o.settlesTo(ctx, "answers from web-a and web-b only", only(backendA, backendB)))
-	err := o.setReady(ctx, backendB, false)
-	if err == nil {
-		err = o.settlesTo(ctx, "answers from web-a only, web-b not ready", only(backendA))
-	}
-	o.check(label+": a backend that turns not ready stops answering", err)
-	err = o.setReady(ctx, backendB, true)
-	if err == nil {
-		err = o.settlesTo(ctx, "answers from web-a and web-b again", only(backendA, backendB))
-	}
-	o.check(label+": ready again, it answers again", err)
+	o.outAndBackIn(ctx, label+": a backend that turns not ready stops answering", label+": ready again, it answers again",
+		"not ready", func(out bool) error { return o.setReady(ctx, backendB, !out) })
 }
 
 // drainCycle annotates backend B as draining, expects it to stop answering while A goes on,
 // then removes the annotation and expects both again.
 func drainCycle(ctx context.Context, o *options, policy string) {
-	err := o.setDrain(ctx, backendB, true)
+	o.outAndBackIn(ctx, policy+": an annotated backend gets no new connections", policy+": without the annotation it gets them again",
+		"drained", func(out bool) error { return o.setDrain(ctx, backendB, out) })
+}
+
+// outAndBackIn takes web-b out with take(true) and checks (as outCheck) that only web-a
+// answers, then brings it back with take(false) and checks (as inCheck) that both answer.
+func (o *options) outAndBackIn(ctx context.Context, outCheck, inCheck, outState string, take func(out bool) error) {
+	err := take(true)
 	if err == nil {
-		err = o.settlesTo(ctx, "answers from web-a only, web-b drained", only(backendA))
+		err = o.settlesTo(ctx, "answers from web-a only, web-b "+outState, only(backendA))
 	}
-	o.check(policy+": an annotated backend gets no new connections", err)
-	err = o.setDrain(ctx, backendB, false)
+	o.check(outCheck, err)
+	err = take(false)
 	if err == nil {
 		err = o.settlesTo(ctx, "answers from web-a and web-b again", only(backendA, backendB))
 	}
-	o.check(policy+": without the annotation it gets them again", err)
+	o.check(inCheck, err)
 }
 
 func (o *options) setDrain(ctx context.Context, pod string, draining bool) error {
@@ -554,28 +557,42 @@ func (o *options) refusedChangesNothing(ctx context.Context, admin string) error
 // refusals is the sum of weir_guest_swap_refusals_total over its reasons, from the plain
 // metrics endpoint on admin.
 func refusals(admin string) (float64, error) {
-	response, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + admin + "/metrics")
+	families, err := scrape("http://" + admin + "/metrics")
 	if err != nil {
 		return 0, err
+	}
+	return sumFamily(families, "weir_guest_swap_refusals"), nil
+}
+
+// sumFamily adds up the samples of counter name over its labels. weir's OpenMetrics exposition
+// names the samples NAME_total, which the Prometheus text parser reads as a family of its own.
+func sumFamily(families map[string]*dto.MetricFamily, name string) float64 {
+	var sum float64
+	for _, family := range []string{name, name + "_total"} {
+		for _, metric := range families[family].GetMetric() {
+			sum += metric.GetCounter().GetValue() + metric.GetUntyped().GetValue()
+		}
+	}
+	return sum
+}
+
+// scrape reads a Prometheus text exposition at url, by metric family.
+func scrape(url string) (map[string]*dto.MetricFamily, error) {
+	response, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return nil, err
 	}
 	defer response.Body.Close()
 	body, err := io.ReadAll(response.Body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var sum float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "weir_guest_swap_refusals_total") {
-			continue
-		}
-		fields := strings.Fields(line)
-		var v float64
-		if _, err := fmt.Sscanf(fields[len(fields)-1], "%g", &v); err != nil {
-			return 0, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		sum += v
-	}
-	return sum, nil
+	return parseMetrics(body)
+}
+
+func parseMetrics(text []byte) (map[string]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(bytes.NewReader(text))
 }
 
 // checkPython: the Python drain policy as a guest file.
