@@ -40,16 +40,26 @@ func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profil
 		controller, err := harness.Upstream(o.harness, kubeconfig, metav1.NamespaceAll, filepath.Join(dir, "upstream.log"), extra...)
 		return controller, p, err
 	}
-	controller, err := harness.Weir(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", limits("kube-api-", o.qps, o.burst)...)
-	if err != nil || p.path == "" {
+	if p.path == "" {
+		controller, err := harness.Weir(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", limits("kube-api-", o.qps, o.burst)...)
 		return controller, p, err
 	}
 	// perf samples weir from outside (a debug or release build alike), with call graphs, on
-	// the other CPUs, so that it does not take the controller's.
-	record := exec.Command("perf", "record", "--quiet", "-F", "199", "-g", "-p", strconv.Itoa(controller.PID()), "-o", p.path)
-	record.Stderr = os.Stderr
-	if p.recorder, err = procs.Start("perf record", record); err != nil {
-		return nil, nil, errors.Join(err, controller.Stop())
+	// the other CPUs, so that it does not take the controller's. It attaches before weir's first
+	// instruction, as upstream's profile starts with its process: start-up (the guest's compile,
+	// the initial lists) is part of both.
+	attach := func(pid int) error {
+		record := exec.Command("perf", "record", "--quiet", "-F", "199", "-g", "-p", strconv.Itoa(pid), "-o", p.path)
+		record.Stderr = os.Stderr
+		var err error
+		if p.recorder, err = procs.Start("perf record", record); err != nil {
+			return err
+		}
+		return procs.WaitPerfAttached(p.recorder.PID(), time.Minute)
+	}
+	controller, err := harness.WeirObserved(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", attach, limits("kube-api-", o.qps, o.burst)...)
+	if err != nil {
+		return nil, nil, errors.Join(err, p.finish())
 	}
 	return controller, p, nil
 }

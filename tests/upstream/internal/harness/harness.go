@@ -6,6 +6,7 @@ package harness
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -175,6 +176,18 @@ func Weir(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*p
 // WeirWithAdmin is Weir that also returns the admin endpoint's address (host:port), where
 // /metrics answers in plain HTTP.
 func WeirWithAdmin(weir, kubeconfig, ns, dir, logPath, ready string, extra ...string) (*procs.Process, string, error) {
+	return startWeir(weir, kubeconfig, ns, dir, logPath, ready, nil, extra...)
+}
+
+// WeirObserved is Weir with attach called on weir's PID before weir runs a single instruction
+// of its own, so that a profiler it starts sees the whole run, start-up (the guest's compile,
+// the initial lists) included. weir continues once attach returns nil.
+func WeirObserved(weir, kubeconfig, ns, dir, logPath, ready string, attach func(pid int) error, extra ...string) (*procs.Process, error) {
+	p, _, err := startWeir(weir, kubeconfig, ns, dir, logPath, ready, attach, extra...)
+	return p, err
+}
+
+func startWeir(weir, kubeconfig, ns, dir, logPath, ready string, attach func(pid int) error, extra ...string) (*procs.Process, string, error) {
 	port, err := procs.FreePort()
 	if err != nil {
 		return nil, "", err
@@ -197,12 +210,20 @@ func WeirWithAdmin(weir, kubeconfig, ns, dir, logPath, ready string, extra ...st
 	command.Env = append(os.Environ(), "WEIR_LOG=info", "WEIR_METRICS_SECURE=false")
 	command.Stdout = log
 	command.Stderr = log
+	if attach != nil {
+		procs.StartStopped(command)
+	}
 	if err := procs.Pin(ControllerCPUs, command); err != nil {
 		return nil, "", err
 	}
 	p, err := procs.Start("weir", command)
 	if err != nil {
 		return nil, "", err
+	}
+	if attach != nil {
+		if err := p.Resume(attach); err != nil {
+			return nil, "", errors.Join(err, p.Stop())
+		}
 	}
 	if err := p.WaitHTTP("http://"+admin+ready, StartLimit, logPath); err != nil {
 		_ = p.Stop()

@@ -76,6 +76,64 @@ func Start(name string, command *exec.Cmd) (*Process, error) {
 	return p, nil
 }
 
+// StartStopped makes command stop itself (SIGSTOP) once started, before it executes its
+// program, so that something can attach to its PID first (Resume). A shell stops itself and then
+// replaces itself by the program, keeping the PID; call it before Pin, so taskset pins the shell.
+func StartStopped(command *exec.Cmd) {
+	command.Args = append([]string{"sh", "-c", `kill -STOP $$ && exec "$0" "$@"`, command.Path}, command.Args[1:]...)
+	command.Path = "/bin/sh"
+}
+
+// Resume waits until a process started with StartStopped has stopped, calls attach with its
+// PID and then lets it run (SIGCONT). A process that does not stop within a minute, or an
+// attach that fails, is an error and the process stays stopped.
+func (p *Process) Resume(attach func(pid int) error) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		fields, err := statFields(p.PID())
+		if err != nil {
+			return fmt.Errorf("%s exited before it stopped: %w", p.name, err)
+		}
+		if fields[0] == "T" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not stop itself within a minute (state %s)", p.name, fields[0])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := attach(p.PID()); err != nil {
+		return err
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGCONT); err != nil {
+		return fmt.Errorf("SIGCONT to %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// WaitPerfAttached waits until the perf process pid holds the events it opened (its
+// anon_inode:[perf_event] descriptors), so that nothing it should record happens before it
+// records, within limit.
+func WaitPerfAttached(pid int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if !Alive(pid) {
+			return fmt.Errorf("perf (pid %d) exited before it attached", pid)
+		}
+		entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, entry := range entries {
+			target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, entry.Name()))
+			if err == nil && target == "anon_inode:[perf_event]" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("perf (pid %d) opened no events within %v", pid, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // PID is the process's id.
 func (p *Process) PID() int { return p.command.Process.Pid }
 
