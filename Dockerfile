@@ -17,10 +17,16 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p weir \
- && install -D -m 0555 target/release/weir /out/weir
+ && install -D -m 0555 target/release/weir /out/weir \
+ && /out/weir guest compile --into /out/compiled >/dev/null
+# Above: the default guest compiled ahead of time, so that a first start loads its machine code
+# instead of compiling it. It serves nodes whose CPU has the build machine's features; elsewhere
+# weir compiles as without it (docs/operations.md, "Guests compiled ahead of time").
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/weir /usr/local/bin/weir
+COPY --from=build --chmod=0555 /out/compiled /usr/lib/weir/compiled
+ENV WEIR_COMPILED_GUESTS=/usr/lib/weir/compiled
 # distroless' nonroot user; deploy/kubernetes sets the same UID.
 USER 65532:65532
 EXPOSE 9090

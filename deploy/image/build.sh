@@ -37,13 +37,19 @@ if readelf --program-headers --dynamic "$binary" | grep -q 'INTERP\|(NEEDED)'; t
   exit 1
 fi
 
+# The default guest compiled ahead of time, so that a first start loads its machine code instead
+# of compiling it (docs/operations.md, "Guests compiled ahead of time"). It serves nodes whose
+# CPU has this machine's features; elsewhere weir compiles as without it.
+compiled="$(mktemp -d)"
 container="$(buildah from scratch)"
-trap 'buildah rm "$container" >/dev/null 2>&1 || true' EXIT
+trap 'buildah rm "$container" >/dev/null 2>&1 || true; rm -rf "$compiled"' EXIT
+"$binary" guest compile --into "$compiled/guests" >/dev/null
 buildah copy --chmod 0555 "$container" "$binary" /usr/local/bin/weir >/dev/null
+buildah copy --chmod 0555 "$container" "$compiled/guests" /usr/lib/weir/compiled >/dev/null
 buildah copy --chmod 0444 "$container" "$ca_bundle" /etc/ssl/certs/ca-certificates.crt >/dev/null
 # The same entry point, user and port as the Dockerfile's final stage: the manifests in
 # deploy/kubernetes run either image.
-buildah config --user 65532:65532 --port 9090 \
+buildah config --user 65532:65532 --port 9090 --env WEIR_COMPILED_GUESTS=/usr/lib/weir/compiled \
   --entrypoint '["/usr/local/bin/weir"]' --cmd '["run", "--admin-addr=0.0.0.0:9090"]' "$container"
 buildah commit --quiet "$container" "$image" >/dev/null
 mkdir -p "$(dirname "$archive")"

@@ -1,7 +1,8 @@
 //! `--cache-dir`: a second engine on the same directory loads a guest seen before without
 //! compiling it; unreadable, foreign or tampered entries are recompiled and rewritten, never
 //! run; a directory others may change is refused, by `weir run` too, before anything is loaded
-//! from it; bytes that do not compile leave nothing behind.
+//! from it; bytes that do not compile leave nothing behind. `--compiled-guests` (guests
+//! compiled ahead of time): loaded before anything compiles, never written, refused when loose.
 
 mod support;
 
@@ -290,4 +291,186 @@ fn weir_run_refuses_a_loose_directory_holding_a_tampered_entry() {
         assert!(text.contains(&needle), "{needle:?} not in: {text}");
     }
     assert_eq!(std::fs::read(&entry).unwrap(), tampered, "weir wrote in it");
+}
+
+/// `--compiled-guests` with a `--cache-dir` beside it, as the image runs: the guest compiled
+/// ahead of time serves, so nothing is compiled and the cache stays empty.
+fn shipped_runtime(compiled: &Path, cache: &Path, limits: Limits) -> Runtime {
+    Runtime::with_cache_dir(limits, cache)
+        .expect("engine with a cache")
+        .with_compiled_guests(compiled)
+        .expect("compiled guests")
+}
+
+#[test]
+fn a_guest_compiled_ahead_of_time_loads_without_compiling_whatever_the_limits() {
+    let root = scratch_dir("compiled-ahead");
+    let compiled = root.join("compiled");
+    let entry = Runtime::new(Limits::default())
+        .unwrap()
+        .compile_ahead(DEFAULT_GUEST, &compiled)
+        .expect("compile ahead");
+    assert_eq!(entries(&compiled), vec![entry.clone()]);
+    // Shipped to be read by another user than the one that built it.
+    assert_eq!(mode(&compiled), 0o755);
+    assert_eq!(mode(&entry), 0o644);
+
+    // Other guest limits than the entry was compiled with: they do not shape the code.
+    let limits = Limits {
+        memory: 256 << 20,
+        max_memory: 1024 << 20,
+        ..Limits::default()
+    };
+    let cache = root.join("cache");
+    let runtime = shipped_runtime(&compiled, &cache, limits);
+    assert_serves(&runtime);
+    assert_eq!(
+        runtime.compiled_guests_stats(),
+        Some(CacheStats { hits: 1, misses: 0 })
+    );
+    assert_eq!(
+        runtime.cache_stats(),
+        Some(CacheStats { hits: 0, misses: 0 })
+    );
+    assert!(entries(&cache).is_empty(), "compiled: {:?}", files(&cache));
+
+    // A guest it holds no entry for goes on to the cache and is compiled there.
+    runtime.load(&other_guest()).unwrap();
+    assert_eq!(
+        runtime.compiled_guests_stats(),
+        Some(CacheStats { hits: 1, misses: 1 })
+    );
+    assert_eq!(entries(&cache).len(), 1, "{:?}", files(&cache));
+    assert_eq!(
+        entries(&compiled),
+        vec![entry],
+        "weir wrote in --compiled-guests"
+    );
+}
+
+#[test]
+fn a_shipped_entry_for_other_bytes_or_damaged_is_compiled_not_run_and_left_alone() {
+    let root = scratch_dir("compiled-planted");
+    let compiled = root.join("compiled");
+    let runtime = Runtime::new(Limits::default()).unwrap();
+    let genuine = runtime.compile_ahead(DEFAULT_GUEST, &compiled).unwrap();
+    let genuine_bytes = std::fs::read(&genuine).unwrap();
+    let other = runtime
+        .compile_ahead(&other_guest(), &root.join("other"))
+        .unwrap();
+    let mut flipped = genuine_bytes.clone();
+    let at = flipped.len() - 100;
+    flipped[at] ^= 0x40;
+    for (what, planted) in [
+        ("another guest's entry", std::fs::read(&other).unwrap()),
+        ("one bit of the code flipped", flipped),
+        (
+            "truncated",
+            genuine_bytes[..genuine_bytes.len() / 2].to_vec(),
+        ),
+    ] {
+        std::fs::write(&genuine, &planted).unwrap();
+        let cache = root.join(format!("cache-{}", what.replace(' ', "-")));
+        let runtime = shipped_runtime(&compiled, &cache, Limits::default());
+        assert_serves(&runtime);
+        assert_eq!(
+            runtime.compiled_guests_stats(),
+            Some(CacheStats { hits: 0, misses: 1 }),
+            "{what}: a planted entry must be a miss"
+        );
+        assert_eq!(
+            runtime.cache_stats(),
+            Some(CacheStats { hits: 0, misses: 1 }),
+            "{what}: compiled afresh"
+        );
+        assert_eq!(
+            std::fs::read(&genuine).unwrap(),
+            planted,
+            "{what}: weir wrote in it"
+        );
+    }
+}
+
+#[test]
+fn an_unusable_compiled_guests_directory_is_refused_with_the_reason() {
+    let root = scratch_dir("compiled-unusable");
+    let open = |dir: &Path| {
+        Runtime::new(Limits::default())
+            .unwrap()
+            .with_compiled_guests(dir)
+            .err()
+            .unwrap_or_else(|| panic!("{} was accepted", dir.display()))
+            .to_string()
+    };
+    // Missing: read only, so weir does not make it; a typo must not pass unnoticed.
+    let missing = root.join("missing");
+    let error = open(&missing);
+    assert!(
+        error.contains("--compiled-guests") && error.contains("missing"),
+        "{error}"
+    );
+    assert!(!missing.exists(), "weir made it");
+
+    let file = root.join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let error = open(&file);
+    assert!(error.contains("not a directory"), "{error}");
+
+    let loose = root.join("loose");
+    Runtime::new(Limits::default())
+        .unwrap()
+        .compile_ahead(DEFAULT_GUEST, &loose)
+        .unwrap();
+    chmod(&loose, 0o757);
+    let error = open(&loose);
+    let loose = std::fs::canonicalize(&loose).unwrap();
+    for needle in [
+        format!("--compiled-guests: refusing {}", loose.display()),
+        "writable by group or others".into(),
+        format!("chmod go-w {}", loose.display()),
+    ] {
+        assert!(error.contains(&needle), "{needle:?} not in: {error}");
+    }
+    // Nor will weir write an entry there for others to load.
+    let error = Runtime::new(Limits::default())
+        .unwrap()
+        .compile_ahead(DEFAULT_GUEST, &loose)
+        .expect_err("compiling into a loose directory")
+        .to_string();
+    assert!(error.contains("writable by group or others"), "{error}");
+}
+
+/// A `--compiled-guests` that does not exist, or that others may write, stops `weir run` at
+/// start (exit 2) with the reason, before it asks a cluster anything.
+#[test]
+fn weir_run_refuses_a_missing_or_loose_compiled_guests_directory() {
+    use std::time::Duration;
+
+    let root = scratch_dir("compiled-run-refused");
+    let loose = root.join("loose");
+    Runtime::new(Limits::default())
+        .unwrap()
+        .compile_ahead(DEFAULT_GUEST, &loose)
+        .unwrap();
+    chmod(&loose, 0o777);
+    let no_kubeconfig = root.join("no-kubeconfig");
+    for (dir, needle) in [
+        (root.join("missing"), "missing".to_string()),
+        (
+            loose.clone(),
+            format!(
+                "chmod go-w {}",
+                std::fs::canonicalize(&loose).unwrap().display()
+            ),
+        ),
+    ] {
+        let (code, text) = support::weir_within(
+            &["run", "--compiled-guests", dir.to_str().unwrap()],
+            &[("KUBECONFIG", no_kubeconfig.to_str().unwrap())],
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("--compiled-guests"), "{text}");
+        assert!(text.contains(&needle), "{needle:?} not in: {text}");
+    }
 }

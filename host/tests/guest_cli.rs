@@ -1,4 +1,4 @@
-//! `weir guest export|info`, through the binary.
+//! `weir guest export|info|compile`, through the binary.
 
 mod support;
 
@@ -100,4 +100,75 @@ fn info_on_another_contract_version_names_both_versions_and_fails() {
         stdout.contains("compatible: no") && stdout.contains("weir:endpoints@0.1.0"),
         "{stdout}"
     );
+}
+
+#[test]
+fn compile_writes_one_entry_and_refuses_what_is_not_a_component() {
+    let dir = scratch_dir("guest-cli-compile");
+    let into = dir.join("compiled");
+    let out = weir(&["guest", "compile", "--into", into.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entry = text(&out.stdout);
+    let entry = std::path::Path::new(entry.trim_end());
+    let listed: Vec<_> = std::fs::read_dir(&into)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        listed,
+        vec![entry.to_path_buf()],
+        "the entry printed is the one written"
+    );
+    assert!(std::fs::metadata(entry).unwrap().len() > 0);
+
+    // Compiling again writes the same entry, not a second one.
+    let out = weir(&[
+        "guest",
+        "compile",
+        "builtin:default",
+        "--into",
+        into.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(&into).unwrap().count(), 1);
+
+    let garbage = dir.join("garbage.wasm");
+    std::fs::write(&garbage, b"this is not a component").unwrap();
+    for (args, needle) in [
+        (
+            vec![
+                "guest",
+                "compile",
+                garbage.to_str().unwrap(),
+                "--into",
+                into.to_str().unwrap(),
+            ],
+            "is not a WebAssembly component",
+        ),
+        (
+            vec![
+                "guest",
+                "compile",
+                "builtin:nope",
+                "--into",
+                into.to_str().unwrap(),
+            ],
+            "nope",
+        ),
+        (vec!["guest", "compile"], "--into"),
+        (
+            vec!["guest", "compile", "--into", garbage.to_str().unwrap()],
+            "garbage.wasm",
+        ),
+    ] {
+        let out = weir(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: {needle:?} not in {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    assert_eq!(std::fs::read_dir(&into).unwrap().count(), 1);
 }

@@ -1,5 +1,5 @@
-//! `weir guest export|info|push|sign|keygen`: get a built-in guest out, look inside a
-//! component, publish one to an OCI registry and sign it.
+//! `weir guest export|info|compile|push|sign|keygen`: get a built-in guest out, look inside a
+//! component, compile one ahead of time, publish one to an OCI registry and sign it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -45,6 +45,23 @@ enum Command {
     Info {
         /// The component (`.wasm`); `-` reads standard input.
         path: PathBuf,
+    },
+    /// Compile a guest ahead of time, for `weir run --compiled-guests DIR`: weir then loads its
+    /// machine code at start instead of compiling it (about a second of CPU for the default
+    /// guest). weir's image ships the default guest compiled this way.
+    ///
+    /// The entry serves only the same weir version on a CPU with the same features (the guest
+    /// limits do not matter). Where none serves, `weir run` logs it and compiles as usual.
+    /// Prints the entry's path.
+    Compile {
+        /// The component (`.wasm`), or a built-in guest (`builtin:NAME`).
+        #[arg(default_value = "builtin:default")]
+        guest: PathBuf,
+
+        /// The directory to write the entry into, created (mode 0755) if missing. It must be
+        /// writable by its owner alone, who must be the user running this command.
+        #[arg(long, value_name = "DIR")]
+        into: PathBuf,
     },
     /// Publish a component to an OCI registry and print its digest (`sha256:...`).
     ///
@@ -97,6 +114,7 @@ pub fn run(args: Args) -> ExitCode {
     let result = match args.command {
         Command::Export { builtin, path } => export(builtin, &path).map(|()| ExitCode::SUCCESS),
         Command::Info { path } => info(&path),
+        Command::Compile { guest, into } => compile(&guest, &into).map(|()| ExitCode::SUCCESS),
         Command::Push {
             file,
             reference,
@@ -131,7 +149,9 @@ fn registry_command(
         .map(|()| ExitCode::SUCCESS)
 }
 
-async fn push(file: &Path, reference: &GuestRef, transport: &TransportArgs) -> anyhow::Result<()> {
+/// The component `file` names (`builtin:NAME` for a built-in guest), refused unless it is a
+/// component.
+fn read_component(file: &Path) -> anyhow::Result<Vec<u8>> {
     let bytes = match file.to_str().and_then(|f| f.strip_prefix(Builtin::PREFIX)) {
         Some(name) => Builtin::from_name(name)
             .map_err(anyhow::Error::msg)?
@@ -146,6 +166,23 @@ async fn push(file: &Path, reference: &GuestRef, transport: &TransportArgs) -> a
             file.display()
         );
     }
+    Ok(bytes)
+}
+
+fn compile(file: &Path, dir: &Path) -> anyhow::Result<()> {
+    let bytes = read_component(file)?;
+    // The guest limits shape the instance pool, not the code: any serve.
+    let runtime = Runtime::new(Limits::default())?;
+    let entry = runtime
+        .compile_ahead(&bytes, dir)
+        .with_context(|| file.display().to_string())?;
+    tracing::info!(entry = %entry.display(), guest = %digest(&bytes), "guest compiled ahead of time");
+    println!("{}", entry.display());
+    Ok(())
+}
+
+async fn push(file: &Path, reference: &GuestRef, transport: &TransportArgs) -> anyhow::Result<()> {
+    let bytes = read_component(file)?;
     let manifest = transport.registry()?.push(reference, &bytes).await?;
     tracing::info!(reference = %reference.pinned(&manifest), component = %digest(&bytes), size = bytes.len(), "guest published");
     println!("{manifest}");

@@ -20,6 +20,11 @@
 //! - evicts the least recently used entries past [`CACHE_MAX_FILES`] files or
 //!   [`CACHE_MAX_BYTES`] bytes.
 //!
+//! A second kind of directory, `--compiled-guests`, holds guests compiled ahead of time
+//! (`weir guest compile`) and shipped beside the binary, as the image ships the default guest's.
+//! weir only reads it. It is trusted as the binary is: it and its entries may be owned by root
+//! or by weir's user, and must be writable by no one else; entries carry the same checksum.
+//!
 //! `docs/operations.md` ("The compile cache") states the trust model.
 
 use std::fs::{self, OpenOptions};
@@ -42,12 +47,14 @@ const ENTRY_EXTENSION: &str = "cwasm";
 /// Temporary files older than this are left over from a writer that died, and removed.
 const STALE_TEMP: Duration = Duration::from_secs(600);
 
-/// Why a `--cache-dir` cannot be used.
+/// Why a `--cache-dir` or `--compiled-guests` directory cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
     /// The directory could not be created or read.
-    #[error("--cache-dir {}: {source}", path.display())]
+    #[error("{flag} {}: {source}", path.display())]
     Io {
+        /// The flag that named the directory.
+        flag: &'static str,
         /// The file or directory concerned.
         path: PathBuf,
         /// What failed.
@@ -55,11 +62,13 @@ pub enum CacheError {
     },
     /// The directory may be changed by someone other than weir's user.
     #[error(
-        "--cache-dir: refusing {}: {why}. Whoever can write the compile cache can make weir run \
+        "{flag}: refusing {}: {why}. Whoever can write compiled guests can make weir run \
          native code of their choosing. Fix: {fix}",
         path.display()
     )]
     Unsafe {
+        /// The flag that named the directory.
+        flag: &'static str,
         /// The file or directory concerned.
         path: PathBuf,
         /// What is wrong with it.
@@ -75,9 +84,51 @@ impl From<CacheError> for LoadError {
     }
 }
 
-/// A compile cache in one directory, for one engine.
+/// Whose a directory of compiled guests is, and whether weir writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `--cache-dir`: weir's own, private, read and written at run time.
+    Private,
+    /// `--compiled-guests`: written ahead of time (`weir guest compile`) and shipped beside the
+    /// binary; read only. Root may own it, as root owns the binary.
+    Shipped,
+}
+
+impl Kind {
+    fn flag(self) -> &'static str {
+        match self {
+            Kind::Private => "--cache-dir",
+            Kind::Shipped => "--compiled-guests",
+        }
+    }
+
+    /// What log lines call an entry's directory.
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Private => "compile cache",
+            Kind::Shipped => "--compiled-guests",
+        }
+    }
+
+    /// Whether an owner of a directory or entry is one weir trusts for this kind.
+    fn trusts(self, uid: u32) -> bool {
+        uid == euid() || (self == Kind::Shipped && uid == 0)
+    }
+
+    /// The mode of the entries weir writes: private ones for itself, readable ones to ship
+    /// (the image runs weir as another user than the one that built it).
+    fn entry_mode(self) -> u32 {
+        match self {
+            Kind::Private => 0o600,
+            Kind::Shipped => 0o644,
+        }
+    }
+}
+
+/// Compiled guests in one directory, for one engine.
 pub(crate) struct CompileCache {
     dir: PathBuf,
+    kind: Kind,
     /// Hex SHA-256 of everything about the engine that decides whether an artifact fits it.
     engine: String,
     hits: AtomicUsize,
@@ -88,22 +139,78 @@ impl CompileCache {
     /// Opens (creating it if missing, mode 0700) the cache in `dir` for `engine`, after
     /// checking that only weir's user can change it.
     pub(crate) fn open(dir: &Path, engine: &Engine) -> Result<Self, CacheError> {
+        Self::open_kind(
+            dir,
+            engine,
+            Kind::Private,
+            Some(0o700),
+            Kind::Private.flag(),
+        )
+    }
+
+    /// Opens the shipped compiled guests in `dir` (`--compiled-guests`), read only, after
+    /// checking that no one but root and weir's user can change it. The directory must exist.
+    pub(crate) fn open_shipped(dir: &Path, engine: &Engine) -> Result<Self, CacheError> {
+        Self::open_kind(dir, engine, Kind::Shipped, None, Kind::Shipped.flag())
+    }
+
+    /// Compiles `bytes` and writes the entry `weir run --compiled-guests dir` loads, creating
+    /// `dir` (mode 0755) if missing; the entry is readable by all, writable by its owner only.
+    /// Returns the entry's path.
+    pub(crate) fn ship(dir: &Path, engine: &Engine, bytes: &[u8]) -> Result<PathBuf, LoadError> {
+        let shipped = Self::open_kind(dir, engine, Kind::Shipped, Some(0o755), "--into")?;
+        let component =
+            Component::new(engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        let artifact = component.serialize().map_err(|e| {
+            LoadError::Compile(format!("cannot serialize the compiled guest: {e:#}"))
+        })?;
+        let name = shipped.entry_name(bytes);
+        let path = shipped.entry_path(&name);
+        shipped
+            .write_entry(&path, &name, &artifact)
+            .map_err(|source| CacheError::Io {
+                flag: "--into",
+                path: path.clone(),
+                source,
+            })?;
+        Ok(path)
+    }
+
+    /// Opens `dir` as `kind`, creating it with `create`'s mode when that is given; errors name
+    /// it by `flag`, the option that gave it.
+    fn open_kind(
+        dir: &Path,
+        engine: &Engine,
+        kind: Kind,
+        create: Option<u32>,
+        flag: &'static str,
+    ) -> Result<Self, CacheError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| CacheError::Io { path, source }
+            move |source| CacheError::Io { flag, path, source }
         };
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(io(dir))?;
+        if let Some(mode) = create {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(mode)
+                .create(dir)
+                .map_err(io(dir))?;
+        }
         // Check the directory itself, not a symlink's name for it.
         let dir = fs::canonicalize(dir).map_err(io(dir))?;
         let meta = fs::metadata(&dir).map_err(io(&dir))?;
-        check_owner(&dir, &meta)?;
+        if !meta.is_dir() {
+            return Err(CacheError::Io {
+                flag,
+                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+                path: dir,
+            });
+        }
+        check_owner(&dir, &meta, kind, flag)?;
         let mode = meta.permissions().mode();
         if mode & 0o022 != 0 {
             return Err(CacheError::Unsafe {
+                flag,
                 why: format!(
                     "it is writable by group or others (mode {:o})",
                     mode & 0o7777
@@ -115,6 +222,7 @@ impl CompileCache {
         Ok(CompileCache {
             engine: engine_hash(engine),
             dir,
+            kind,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
         })
@@ -128,33 +236,57 @@ impl CompileCache {
         }
     }
 
-    /// The component compiled from `bytes`: from a trusted entry if there is one, otherwise
-    /// compiled and stored. A cache that cannot be read or written costs a compilation and a
-    /// warning, never the load.
-    pub(crate) fn load(&self, engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    /// The component compiled from `bytes`, if this directory holds a trusted entry for it
+    /// that fits `engine`. An entry present but refused is logged.
+    pub(crate) fn lookup(&self, engine: &Engine, bytes: &[u8]) -> Option<Component> {
         let name = self.entry_name(bytes);
-        let path = self.dir.join(format!("{name}.{ENTRY_EXTENSION}"));
+        let path = self.entry_path(&name);
         match self.read_entry(&path, &name) {
             Ok(Some(artifact)) => match deserialize(engine, &artifact) {
                 Ok(component) => {
                     self.hits.fetch_add(1, Ordering::Relaxed);
-                    touch(&path);
-                    return Ok(component);
+                    match self.kind {
+                        Kind::Private => touch(&path),
+                        Kind::Shipped => tracing::info!(
+                            entry = %path.display(),
+                            "guest's compiled form taken from --compiled-guests"
+                        ),
+                    }
+                    return Some(component);
                 }
                 Err(error) => tracing::warn!(
                     entry = %path.display(), error = %format!("{error:#}"),
-                    "compile cache entry does not fit this engine; recompiling"
+                    "{} entry does not fit this engine; recompiling", self.kind.label()
                 ),
             },
+            Ok(None) if self.kind == Kind::Shipped => tracing::info!(
+                dir = %self.dir.display(),
+                "--compiled-guests holds no compiled form of this guest for this engine; compiling"
+            ),
             Ok(None) => {}
             Err(why) => tracing::warn!(
                 entry = %path.display(), %why,
-                "compile cache entry refused; recompiling"
+                "{} entry refused; recompiling", self.kind.label()
             ),
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+
+    /// The component compiled from `bytes`: from a trusted entry if there is one, otherwise
+    /// compiled and stored. A cache that cannot be read or written costs a compilation and a
+    /// warning, never the load.
+    pub(crate) fn load(&self, engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+        if let Some(component) = self.lookup(engine, bytes) {
+            return Ok(component);
+        }
         let component =
             Component::new(engine, bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        if self.kind == Kind::Shipped {
+            return Ok(component);
+        }
+        let name = self.entry_name(bytes);
+        let path = self.entry_path(&name);
         match component.serialize() {
             Ok(artifact) => {
                 if let Err(error) = self.write_entry(&path, &name, &artifact) {
@@ -167,6 +299,10 @@ impl CompileCache {
             }
         }
         Ok(component)
+    }
+
+    fn entry_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.{ENTRY_EXTENSION}"))
     }
 
     /// The entry's name: the SHA-256 of the engine hash and of the guest's own SHA-256.
@@ -199,7 +335,7 @@ impl CompileCache {
         if !meta.is_file() {
             return Err("it is not a regular file".into());
         }
-        if meta.uid() != euid() {
+        if !self.kind.trusts(meta.uid()) {
             return Err(format!("it is owned by uid {}, not weir's", meta.uid()));
         }
         if meta.permissions().mode() & 0o022 != 0 {
@@ -237,7 +373,7 @@ impl CompileCache {
             let mut file = OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .mode(0o600)
+                .mode(self.kind.entry_mode())
                 .open(&temp)?;
             file.write_all(MAGIC)?;
             file.write_all(&checksum(name, artifact))?;
@@ -318,14 +454,24 @@ fn checksum(name: &str, artifact: &[u8]) -> [u8; CHECKSUM_LEN] {
     sum.finalize().into()
 }
 
-fn check_owner(path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
+fn check_owner(
+    path: &Path,
+    meta: &fs::Metadata,
+    kind: Kind,
+    flag: &'static str,
+) -> Result<(), CacheError> {
     let me = euid();
-    if meta.uid() != me {
+    if !kind.trusts(meta.uid()) {
+        let owners = match kind {
+            Kind::Private => format!("weir's uid {me}"),
+            Kind::Shipped => format!("root or weir's uid {me}"),
+        };
         return Err(CacheError::Unsafe {
+            flag,
             path: path.to_path_buf(),
-            why: format!("it is owned by uid {}, not by weir's uid {me}", meta.uid()),
+            why: format!("it is owned by uid {}, not by {owners}", meta.uid()),
             fix: format!(
-                "chown {me} {} (or point --cache-dir at a directory weir creates)",
+                "chown {me} {} (or point {flag} at a directory weir creates)",
                 path.display()
             ),
         });

@@ -257,6 +257,9 @@ impl Drop for EpochTicker {
 /// something can still run a guest, whichever command loaded it.
 struct Shared {
     engine: Engine,
+    /// `--compiled-guests`: read only, consulted first.
+    compiled: Option<CompileCache>,
+    /// `--cache-dir`.
     cache: Option<CompileCache>,
     linker: Linker<CallState>,
     limits: Limits,
@@ -301,6 +304,41 @@ impl Runtime {
         self.shared.cache.as_ref().map(CompileCache::stats)
     }
 
+    /// This runtime, loading guests compiled ahead of time from `dir` (`--compiled-guests`,
+    /// written by [`Runtime::compile_ahead`]) before it consults its compile cache or compiles.
+    /// weir never writes `dir`. It must exist, and it and its entries must be owned by root or
+    /// weir's user and writable by no one else; an entry is loaded only when its checksum shows
+    /// it was written for the same guest bytes and a compatible engine.
+    ///
+    /// Call it before the runtime is cloned.
+    pub fn with_compiled_guests(mut self, dir: &std::path::Path) -> Result<Self, LoadError> {
+        let compiled = CompileCache::open_shipped(dir, self.engine())?;
+        Arc::get_mut(&mut self.shared)
+            .ok_or_else(|| {
+                LoadError::Engine("compiled guests are set before a runtime is shared".into())
+            })?
+            .compiled = Some(compiled);
+        Ok(self)
+    }
+
+    /// Lookups of `--compiled-guests` that found the guest and that did not, since this
+    /// runtime started; `None` without that directory.
+    pub fn compiled_guests_stats(&self) -> Option<CacheStats> {
+        self.shared.compiled.as_ref().map(CompileCache::stats)
+    }
+
+    /// Compiles `bytes` with this runtime's engine and writes the entry that
+    /// [`Runtime::with_compiled_guests`] on `dir` loads (`weir guest compile`). A runtime loads
+    /// it only if its engine has the same settings: the same weir on a CPU with the same
+    /// features (the limits shape the instance pool, not the code). Returns the entry's path.
+    pub fn compile_ahead(
+        &self,
+        bytes: &[u8],
+        dir: &std::path::Path,
+    ) -> Result<std::path::PathBuf, LoadError> {
+        CompileCache::ship(dir, self.engine(), bytes)
+    }
+
     /// Like [`Runtime::new`], with engine settings of the caller's (an instance allocator,
     /// for example). The component model and epoch interruption are switched on regardless,
     /// since guests and deadlines depend on them.
@@ -326,6 +364,7 @@ impl Runtime {
         Ok(Runtime {
             shared: Arc::new(Shared {
                 engine,
+                compiled: None,
                 cache: None,
                 linker,
                 limits,
@@ -345,8 +384,17 @@ impl Runtime {
         self.shared.limits
     }
 
-    /// Compiles `bytes`, a component in binary form.
+    /// Compiles `bytes`, a component in binary form, or takes its compiled form from
+    /// `--compiled-guests` or the compile cache.
     pub fn compile(&self, bytes: &[u8]) -> Result<Component, LoadError> {
+        if let Some(component) = self
+            .shared
+            .compiled
+            .as_ref()
+            .and_then(|compiled| compiled.lookup(self.engine(), bytes))
+        {
+            return Ok(component);
+        }
         match &self.shared.cache {
             Some(cache) => cache.load(self.engine(), bytes),
             None => Component::new(self.engine(), bytes)

@@ -485,6 +485,58 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
     );
 }
 
+/// A first start as the image makes it: the guest compiled ahead of time (`weir guest
+/// compile`, a process of its own), and `weir run --compiled-guests` takes its machine code
+/// from there instead of compiling (no `--cache-dir` to fall back on), then converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weir_run_takes_the_guest_compiled_ahead_of_time() {
+    let c = Cluster::start(web_app()).await;
+    let (dir, kubeconfig) = kubeconfig_of(&c);
+    let compiled = dir.path().join("compiled");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["guest", "compile", "--into"])
+        .arg(&compiled)
+        .env("WEIR_LOG", "warn")
+        .output()
+        .expect("running weir guest compile");
+    assert!(out.status.success(), "{out:?}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+    command
+        .args([
+            "run",
+            "--kubeconfig",
+            &kubeconfig,
+            "--admin-addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--leader-elect=false", "--compiled-guests"])
+        .arg(&compiled)
+        .env_remove("WEIR_CACHE_DIR")
+        .env("WEIR_METRICS_SECURE", "false")
+        .env("WEIR_LOG", "info");
+    let run = Proc::spawn_logging(command);
+    let (run, lines) = tokio::task::spawn_blocking(move || {
+        let lines = run.read_until("the guest loaded", |seen| {
+            seen.iter().any(|l| l.contains("guest loaded"))
+        });
+        (run, lines)
+    })
+    .await
+    .unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("compiled form taken from --compiled-guests")),
+        "{lines:#?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("compiling")), "{lines:#?}");
+    c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    let status = tokio::task::spawn_blocking(move || run.stop("-TERM"))
+        .await
+        .unwrap();
+    assert!(status.success(), "SIGTERM exits 0: {status:?}");
+}
+
 /// A kubeconfig file for `c`'s server, in a directory that lives as long as the first value.
 fn kubeconfig_of(c: &Cluster) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();

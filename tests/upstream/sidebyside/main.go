@@ -45,6 +45,8 @@ type options struct {
 	controllerCPUs, otherCPU string
 	profileDir               string
 	keep                     bool
+	// weirCompiled: weir's guest compiled ahead of time, as weir's image ships it.
+	weirCompiled bool
 }
 
 func main() {
@@ -65,6 +67,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each side's controller into this directory (pprof for upstream, perf for weir) and print its top five functions")
 	flag.Float64Var(&o.churnRate, "churn-rate", 20, "readiness flips per second in the churn run, SIG Scalability's pod churn (0: no churn run)")
 	flag.DurationVar(&o.churnFor, "churn-for", 60*time.Second, "how long the churn run flips readiness")
+	flag.BoolVar(&o.weirCompiled, "weir-compiled", true, "weir loads its guest compiled ahead of time (`weir guest compile`, before the side's clock starts), as weir's image ships it; false: weir compiles it at start")
 	flag.BoolVar(&o.keep, "keep", false, "leave each side's harness directory (logs, audit log) in place")
 	flag.Parse()
 	harness.RequireBinaries("sidebyside", o.harness, o.weir)

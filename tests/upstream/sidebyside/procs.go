@@ -40,8 +40,18 @@ func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profil
 		controller, err := harness.Upstream(o.harness, kubeconfig, metav1.NamespaceAll, filepath.Join(dir, "upstream.log"), extra...)
 		return controller, p, err
 	}
+	extra := limits("kube-api-", o.qps, o.burst)
+	if o.weirCompiled {
+		// As weir's image is built (deploy/image/build.sh): the default guest compiled once,
+		// ahead of time, and loaded from there.
+		compiled := filepath.Join(dir, "compiled-guests")
+		if out, err := procs.Run(o.weir, "guest", "compile", "--into", compiled); err != nil {
+			return nil, nil, fmt.Errorf("weir guest compile: %v\n%s", err, out)
+		}
+		extra = append(extra, "--compiled-guests", compiled)
+	}
 	if p.path == "" {
-		controller, err := harness.Weir(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", limits("kube-api-", o.qps, o.burst)...)
+		controller, err := harness.Weir(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", extra...)
 		return controller, p, err
 	}
 	// perf samples weir from outside (a debug or release build alike), with call graphs, on
@@ -57,7 +67,7 @@ func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profil
 		}
 		return procs.WaitPerfAttached(p.recorder.PID(), time.Minute)
 	}
-	controller, err := harness.WeirObserved(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", attach, limits("kube-api-", o.qps, o.burst)...)
+	controller, err := harness.WeirObserved(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", attach, extra...)
 	if err != nil {
 		return nil, nil, errors.Join(err, p.finish())
 	}
@@ -160,8 +170,12 @@ func printTable(o options, results []result) {
 	if o.controllerCPUs != "" {
 		pinning = fmt.Sprintf("controller on CPU %s, the rest on %s", o.controllerCPUs, o.otherCPU)
 	}
-	fmt.Printf("%d Services × %d pods in %s, on %d Nodes; QPS %d burst %d; churn %.1f flips/s for %v; %s\n\n",
-		o.services, o.pods, placement, o.nodes, o.qps, o.burst, o.churnRate, o.churnFor, pinning)
+	guest := "weir compiles its guest at start"
+	if o.weirCompiled {
+		guest = "weir's guest compiled ahead of time"
+	}
+	fmt.Printf("%d Services × %d pods in %s, on %d Nodes; QPS %d burst %d; churn %.1f flips/s for %v; %s; %s\n\n",
+		o.services, o.pods, placement, o.nodes, o.qps, o.burst, o.churnRate, o.churnFor, pinning, guest)
 	fmt.Println("| side | converge | CPU | peak RSS | apiserver CPU | etcd CPU | writes to converge | churn p50 | churn p99 | churn flips (missed) | churn writes | churn CPU per flip |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {

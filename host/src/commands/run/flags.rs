@@ -122,6 +122,13 @@ pub struct Args {
     #[arg(long, env = "WEIR_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
+    /// Load guests compiled ahead of time (`weir guest compile --into DIR`) from here before
+    /// the cache or a compile: a first start then skips compiling. weir never writes it. It
+    /// must exist, owned by root or weir's user and writable by no one else. weir's image
+    /// ships the default guest's at /usr/lib/weir/compiled and sets this variable to it.
+    #[arg(long, env = "WEIR_COMPILED_GUESTS", value_name = "DIR")]
+    pub compiled_guests: Option<PathBuf>,
+
     /// After a swap, roll back to the previous guest when more than this share of the new
     /// guest's calls trap, time out or exceed memory...
     #[arg(long, env = "WEIR_ROLLBACK_FAULT_SHARE", default_value_t = 0.5)]

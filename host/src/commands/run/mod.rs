@@ -78,10 +78,13 @@ async fn run_async(args: Args) -> anyhow::Result<()> {
         None => WriteGate::sole(),
     };
     config.gate = gate.clone();
-    let runtime = match &args.cache_dir {
+    let mut runtime = match &args.cache_dir {
         Some(dir) => Runtime::with_cache_dir(args.guest.limits(), dir)?,
         None => Runtime::new(args.guest.limits())?,
     };
+    if let Some(dir) = &args.compiled_guests {
+        runtime = runtime.with_compiled_guests(dir)?;
+    }
     let replica = election
         .as_ref()
         .map_or_else(Election::default_identity, |e| e.identity.clone());
