@@ -44,11 +44,62 @@ impl From<GatedError<kube::Error>> for WriteError {
     }
 }
 
+/// What weir reads back from a write's response: the stored object's identity and version.
+/// Only these are decoded; building the whole object (its addresses, its managedFields) from
+/// every response would be most of what reading one costs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredMeta {
+    /// `metadata.uid`.
+    pub uid: Option<String>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+}
+
+/// A response body, of which only the metadata is decoded (serde skips the other fields).
+#[derive(serde::Deserialize)]
+struct StoredObject {
+    #[serde(default)]
+    metadata: StoredMeta,
+}
+
+/// A create or a replace.
+enum Put<'a> {
+    Create,
+    Replace(&'a str),
+}
+
+/// Sends `object` as a create (POST) or replace (PUT by name) to `api`'s collection and
+/// decodes only the stored object's [`StoredMeta`]: what `Api::create` and `Api::replace` send,
+/// without decoding the whole response into `K`.
+async fn put<K>(
+    api: &Api<K>,
+    client: &Client,
+    how: Put<'_>,
+    object: &K,
+) -> Result<StoredMeta, kube::Error>
+where
+    K: kube::Resource + serde::Serialize,
+{
+    let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+    let collection = kube::core::Request::new(api.resource_url());
+    let params = PostParams::default();
+    let request = match how {
+        Put::Create => collection.create(&params, body),
+        Put::Replace(name) => collection.replace(name, &params, body),
+    }
+    .map_err(kube::Error::BuildRequest)?;
+    let stored: StoredObject = client.request(request).await?;
+    Ok(stored.metadata)
+}
+
 /// Result of one write.
 #[derive(Debug)]
 pub enum Written {
-    /// The object as the API server stored it.
-    Stored(Box<core::Endpoints>),
+    /// Written; the stored object's identity and version.
+    Stored(StoredMeta),
     /// Deleted.
     Deleted,
     /// There was nothing to delete.
@@ -76,18 +127,16 @@ impl Writer {
             print(key, if create { "create" } else { "update" }, Some(ep));
             return Ok(Written::Skipped);
         };
-        let api: Api<core::Endpoints> = Api::namespaced(clients.endpoints.clone(), namespace);
-        let name = ep.metadata.name.clone().unwrap_or_default();
-        let stored = gate
-            .guard(async {
-                if create {
-                    api.create(&PostParams::default(), ep).await
-                } else {
-                    api.replace(&name, &PostParams::default(), ep).await
-                }
-            })
-            .await?;
-        Ok(Written::Stored(Box::new(stored)))
+        let client = &clients.endpoints;
+        let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+        let name = ep.metadata.name.as_deref().unwrap_or_default();
+        let how = if create {
+            Put::Create
+        } else {
+            Put::Replace(name)
+        };
+        let stored = gate.guard(put(&api, client, how, ep)).await?;
+        Ok(Written::Stored(stored))
     }
 
     /// Whether the Service `namespace/name` with this uid exists and is not being deleted,
@@ -153,14 +202,14 @@ pub enum SliceWrite {
 }
 
 impl Writer {
-    /// Creates or replaces an EndpointSlice; returns the stored object (`None` in a dry run,
-    /// where it prints the object as a JSON line instead).
+    /// Creates or replaces an EndpointSlice; returns the stored object's identity and version
+    /// (`None` in a dry run, where it prints the object as a JSON line instead).
     pub async fn store_slice(
         &self,
         key: &str,
         how: SliceWrite,
         slice: &EndpointSlice,
-    ) -> Result<Option<EndpointSlice>, WriteError> {
+    ) -> Result<Option<StoredMeta>, WriteError> {
         let Writer::Api(clients, gate) = self else {
             let action = match how {
                 SliceWrite::Create => "create",
@@ -170,16 +219,13 @@ impl Writer {
             return Ok(None);
         };
         let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
-        let api: Api<EndpointSlice> = Api::namespaced(clients.endpoint_slices.clone(), namespace);
-        let name = slice.metadata.name.as_deref().unwrap_or_default();
-        let stored = gate
-            .guard(async {
-                match how {
-                    SliceWrite::Create => api.create(&PostParams::default(), slice).await,
-                    SliceWrite::Update => api.replace(name, &PostParams::default(), slice).await,
-                }
-            })
-            .await?;
+        let client = &clients.endpoint_slices;
+        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+        let put_how = match how {
+            SliceWrite::Create => Put::Create,
+            SliceWrite::Update => Put::Replace(slice.metadata.name.as_deref().unwrap_or_default()),
+        };
+        let stored = gate.guard(put(&api, client, put_how, slice)).await?;
         Ok(Some(stored))
     }
 
@@ -429,5 +475,108 @@ mod tests {
                 "write {i} should have gone to the (absent) server"
             );
         }
+    }
+
+    /// A write sends what `Api::create` and `Api::replace` send (method, path, the object as
+    /// JSON) and reads back the stored object's uid, resourceVersion and generation from a
+    /// full response, addresses and managedFields included.
+    #[tokio::test]
+    async fn writes_send_the_object_and_read_back_only_its_metadata() {
+        use std::sync::Arc;
+
+        type Seen = Arc<Mutex<Vec<(String, String, serde_json::Value)>>>;
+        let seen: Seen = Arc::default();
+        let log = seen.clone();
+        let server = tower::service_fn(move |request: axum::http::Request<kube::client::Body>| {
+            let log = log.clone();
+            async move {
+                let (parts, body) = request.into_parts();
+                let bytes = body.collect_bytes().await?;
+                let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                let mut stored = body.clone();
+                stored["metadata"]["uid"] = "u-1".into();
+                stored["metadata"]["resourceVersion"] = "42".into();
+                stored["metadata"]["generation"] = 3.into();
+                stored["metadata"]["managedFields"] =
+                    serde_json::json!([{"manager": "weir", "fieldsV1": {"f:endpoints": {}}}]);
+                log.lock().unwrap().push((
+                    parts.method.to_string(),
+                    parts.uri.path().to_string(),
+                    body,
+                ));
+                Ok::<_, kube::Error>(axum::http::Response::new(kube::client::Body::from(
+                    serde_json::to_vec(&stored).unwrap(),
+                )))
+            }
+        });
+        let client = Client::new(server, "default");
+        let writer = Writer::Api(Box::new(Clients::single(client)), WriteGate::sole());
+        let meta = kube::api::ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("ns".into()),
+            ..Default::default()
+        };
+        let ep = core::Endpoints {
+            metadata: meta.clone(),
+            subsets: Some(vec![core::EndpointSubset {
+                addresses: Some(vec![core::EndpointAddress {
+                    ip: "10.0.0.1".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }]),
+        };
+        let slice = EndpointSlice {
+            metadata: meta,
+            address_type: "IPv4".into(),
+            endpoints: Some(vec![k8s_openapi::api::discovery::v1::Endpoint {
+                addresses: vec!["10.0.0.1".into()],
+                ..Default::default()
+            }]),
+            ports: None,
+        };
+        let want = StoredMeta {
+            uid: Some("u-1".into()),
+            resource_version: Some("42".into()),
+            generation: Some(3),
+        };
+        for create in [true, false] {
+            match writer.store("ns/web", "ns", &ep, create).await.unwrap() {
+                Written::Stored(stored) => assert_eq!(stored, want),
+                other => panic!("{other:?}"),
+            }
+        }
+        for how in [SliceWrite::Create, SliceWrite::Update] {
+            let stored = writer.store_slice("ns/web", how, &slice).await.unwrap();
+            assert_eq!(stored, Some(want.clone()));
+        }
+        let seen = seen.lock().unwrap().clone();
+        let ep_json = serde_json::to_value(&ep).unwrap();
+        let slice_json = serde_json::to_value(&slice).unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    "POST".into(),
+                    "/api/v1/namespaces/ns/endpoints".into(),
+                    ep_json.clone()
+                ),
+                (
+                    "PUT".into(),
+                    "/api/v1/namespaces/ns/endpoints/web".into(),
+                    ep_json
+                ),
+                (
+                    "POST".into(),
+                    "/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices".into(),
+                    slice_json.clone()
+                ),
+                (
+                    "PUT".into(),
+                    "/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices/web".into(),
+                    slice_json
+                ),
+            ]
+        );
     }
 }

@@ -13,17 +13,39 @@ use std::sync::Mutex;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+use crate::controller::writer::StoredMeta;
 use crate::model::labels::service_key;
 
 /// The special generation meaning "weir deleted it and expects it gone".
 const DELETION_EXPECTED: i64 = -1;
 
-fn uid(slice: &EndpointSlice) -> &str {
-    slice.metadata.uid.as_deref().unwrap_or("")
+/// What the tracker reads of a slice: its UID and generation. A write's response gives only
+/// these ([`StoredMeta`]); a watch event gives the whole slice.
+pub trait SliceVersion {
+    /// `metadata.uid`, empty when unset.
+    fn uid(&self) -> &str;
+    /// `metadata.generation`, 0 when unset.
+    fn generation(&self) -> i64;
 }
 
-fn generation(slice: &EndpointSlice) -> i64 {
-    slice.metadata.generation.unwrap_or(0)
+impl SliceVersion for EndpointSlice {
+    fn uid(&self) -> &str {
+        self.metadata.uid.as_deref().unwrap_or("")
+    }
+
+    fn generation(&self) -> i64 {
+        self.metadata.generation.unwrap_or(0)
+    }
+}
+
+impl SliceVersion for StoredMeta {
+    fn uid(&self) -> &str {
+        self.uid.as_deref().unwrap_or("")
+    }
+
+    fn generation(&self) -> i64 {
+        self.generation.unwrap_or(0)
+    }
 }
 
 /// Per Service key, slice UID → the generation weir last wrote (or [`DELETION_EXPECTED`]).
@@ -41,11 +63,11 @@ impl SliceTracker {
     }
 
     /// Records a slice weir created or updated, with the generation the API server returned.
-    pub fn written(&self, service: &str, stored: &EndpointSlice) {
+    pub fn written(&self, service: &str, stored: &impl SliceVersion) {
         self.lock()
             .entry(service.to_string())
             .or_default()
-            .insert(uid(stored).to_string(), generation(stored));
+            .insert(stored.uid().to_string(), stored.generation());
     }
 
     /// Records that weir deleted the slice with this UID.
@@ -62,9 +84,9 @@ impl SliceTracker {
         let Some(service) = service_key(slice) else {
             return true;
         };
-        match self.lock().get(&service).and_then(|s| s.get(uid(slice))) {
+        match self.lock().get(&service).and_then(|s| s.get(slice.uid())) {
             None => true,
-            Some(&tracked) => generation(slice) > tracked,
+            Some(&tracked) => slice.generation() > tracked,
         }
     }
 
@@ -73,7 +95,7 @@ impl SliceTracker {
         service_key(slice).is_some_and(|service| {
             self.lock()
                 .get(&service)
-                .is_some_and(|s| s.contains_key(uid(slice)))
+                .is_some_and(|s| s.contains_key(slice.uid()))
         })
     }
 
@@ -86,7 +108,7 @@ impl SliceTracker {
         let Some(slices) = services.get_mut(&service) else {
             return true;
         };
-        let tracked = slices.remove(uid(slice));
+        let tracked = slices.remove(slice.uid());
         tracked.is_none_or(|g| g == DELETION_EXPECTED)
     }
 
@@ -103,8 +125,8 @@ impl SliceTracker {
         };
         let mut seen = 0usize;
         for slice in listed {
-            if let Some(&g) = tracked.get(uid(slice)) {
-                if g == DELETION_EXPECTED || g > generation(slice) {
+            if let Some(&g) = tracked.get(slice.uid()) {
+                if g == DELETION_EXPECTED || g > slice.generation() {
                     return true;
                 }
                 seen += 1;

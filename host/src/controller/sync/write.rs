@@ -118,7 +118,7 @@ impl EndpointsOutput<'_> {
             Action::Create(ep) => match self.sink.writer.store(key, namespace, &ep, true).await {
                 Ok(written) => {
                     if let Written::Stored(stored) = written {
-                        self.stale.wrote(key, stored.metadata.resource_version);
+                        self.stale.wrote(key, stored.resource_version);
                     }
                     Ok(SyncOutcome::Written("create"))
                 }
@@ -140,14 +140,13 @@ impl EndpointsOutput<'_> {
                 match self.sink.writer.store(key, namespace, &ep, false).await {
                     Ok(Written::Stored(stored)) => {
                         if stored
-                            .metadata
                             .resource_version
                             .as_deref()
                             .is_some_and(|rv| rv != sent)
                         {
                             self.stale.superseded(key, sent);
                         }
-                        self.stale.wrote(key, stored.metadata.resource_version);
+                        self.stale.wrote(key, stored.resource_version);
                         Ok(SyncOutcome::Written("update"))
                     }
                     Ok(_) => Ok(SyncOutcome::Written("update")),
