@@ -88,19 +88,20 @@ func StartStopped(command *exec.Cmd) {
 // PID and then lets it run (SIGCONT). A process that does not stop within a minute, or an
 // attach that fails, is an error and the process stays stopped.
 func (p *Process) Resume(attach func(pid int) error) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var state string
+	err := poll(time.Minute, 5*time.Millisecond, func() (bool, error) {
 		fields, err := statFields(p.PID())
 		if err != nil {
-			return fmt.Errorf("%s exited before it stopped: %w", p.name, err)
+			return false, fmt.Errorf("%s exited before it stopped: %w", p.name, err)
 		}
-		if fields[0] == "T" {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not stop itself within a minute (state %s)", p.name, fields[0])
-		}
-		time.Sleep(5 * time.Millisecond)
+		state = fields[0]
+		return state == "T", nil
+	})
+	if errors.Is(err, errTimedOut) {
+		return fmt.Errorf("%s did not stop itself within a minute (state %s)", p.name, state)
+	}
+	if err != nil {
+		return err
 	}
 	if err := attach(p.PID()); err != nil {
 		return err
@@ -115,22 +116,41 @@ func (p *Process) Resume(attach func(pid int) error) error {
 // anon_inode:[perf_event] descriptors), so that nothing it should record happens before it
 // records, within limit.
 func WaitPerfAttached(pid int, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
+	err := poll(limit, 5*time.Millisecond, func() (bool, error) {
 		if !Alive(pid) {
-			return fmt.Errorf("perf (pid %d) exited before it attached", pid)
+			return false, fmt.Errorf("perf (pid %d) exited before it attached", pid)
 		}
 		entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		for _, entry := range entries {
 			target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, entry.Name()))
 			if err == nil && target == "anon_inode:[perf_event]" {
-				return nil
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("perf (pid %d) opened no events within %v", pid, limit)
+		return false, nil
+	})
+	if errors.Is(err, errTimedOut) {
+		return fmt.Errorf("perf (pid %d) opened no events within %v", pid, limit)
+	}
+	return err
+}
+
+// errTimedOut is poll's answer when its limit passes; callers say what did not happen.
+var errTimedOut = errors.New("timed out")
+
+// poll calls check every interval until it reports done or fails, or limit passes (then it
+// returns errTimedOut). check runs at least once, even with a limit of zero.
+func poll(limit, interval time.Duration, check func() (done bool, err error)) error {
+	deadline := time.Now().Add(limit)
+	for {
+		done, err := check()
+		if err != nil || done {
+			return err
 		}
-		time.Sleep(5 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return errTimedOut
+		}
+		time.Sleep(interval)
 	}
 }
 
@@ -181,25 +201,24 @@ func (p *Process) terminate() error {
 // WaitHTTP polls url until it answers 200, within limit; it fails early if the process exits.
 // logPath names the process's log in the errors.
 func (p *Process) WaitHTTP(url string, limit time.Duration, logPath string) error {
-	deadline := time.Now().Add(limit)
 	client := &http.Client{Timeout: 2 * time.Second}
-	for {
+	err := poll(limit, 50*time.Millisecond, func() (bool, error) {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited during start (%v); see %s", p.name, p.err, logPath)
+			return false, fmt.Errorf("%s exited during start (%v); see %s", p.name, p.err, logPath)
 		default:
 		}
-		if response, err := client.Get(url); err == nil {
-			response.Body.Close()
-			if response.StatusCode == http.StatusOK {
-				return nil
-			}
+		response, err := client.Get(url)
+		if err != nil {
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer %s within %v; see %s", p.name, url, limit, logPath)
-		}
-		time.Sleep(50 * time.Millisecond)
+		response.Body.Close()
+		return response.StatusCode == http.StatusOK, nil
+	})
+	if errors.Is(err, errTimedOut) {
+		return fmt.Errorf("%s did not answer %s within %v; see %s", p.name, url, limit, logPath)
 	}
+	return err
 }
 
 // Run runs a command to completion and returns its combined stdout and stderr.

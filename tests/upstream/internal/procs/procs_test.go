@@ -112,3 +112,34 @@ func TestResumeLeavesTheProcessStoppedWhenAttachFails(t *testing.T) {
 		t.Errorf("after a failed attach the process is in state %v (%v), want stopped", fields, err)
 	}
 }
+
+func TestPollChecksUntilDoneAndTimesOutWithErrTimedOut(t *testing.T) {
+	calls := 0
+	if err := poll(time.Minute, time.Millisecond, func() (bool, error) {
+		calls++
+		return calls == 3, nil
+	}); err != nil || calls != 3 {
+		t.Fatalf("done on the third check: err %v after %d checks", err, calls)
+	}
+	calls = 0
+	if err := poll(0, time.Millisecond, func() (bool, error) {
+		calls++
+		return false, nil
+	}); !errors.Is(err, errTimedOut) || calls != 1 {
+		t.Fatalf("a zero limit checks once and times out: err %v after %d checks", err, calls)
+	}
+	failed := errors.New("the check failed")
+	if err := poll(time.Minute, time.Millisecond, func() (bool, error) {
+		return false, failed
+	}); !errors.Is(err, failed) {
+		t.Fatalf("a failed check ends the poll with its error: %v", err)
+	}
+}
+
+func TestWaitPerfAttachedTimesOutForAProcessWithoutEvents(t *testing.T) {
+	// This test's own process holds no perf events.
+	err := WaitPerfAttached(os.Getpid(), 20*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "opened no events within 20ms") {
+		t.Fatalf("want a timeout naming the limit, got %v", err)
+	}
+}
