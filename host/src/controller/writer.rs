@@ -71,20 +71,17 @@ enum Put<'a> {
     Replace(&'a str),
 }
 
-/// Sends `object` as a create (POST) or replace (PUT by name) to `api`'s collection and
-/// decodes only the stored object's [`StoredMeta`]: what `Api::create` and `Api::replace` send,
-/// without decoding the whole response into `K`.
-async fn put<K>(
-    api: &Api<K>,
+/// Sends `object` as a create (POST) or replace (PUT by name) to the collection at
+/// `collection_url` and decodes only the stored object's [`StoredMeta`]: what `Api::create`
+/// and `Api::replace` send, without decoding the whole response.
+async fn put(
     client: &Client,
+    collection_url: &str,
     how: Put<'_>,
-    object: &K,
-) -> Result<StoredMeta, kube::Error>
-where
-    K: kube::Resource + serde::Serialize,
-{
+    object: &impl serde::Serialize,
+) -> Result<StoredMeta, kube::Error> {
     let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
-    let collection = kube::core::Request::new(api.resource_url());
+    let collection = kube::core::Request::new(collection_url);
     let params = PostParams::default();
     let request = match how {
         Put::Create => collection.create(&params, body),
@@ -128,14 +125,16 @@ impl Writer {
             return Ok(Written::Skipped);
         };
         let client = &clients.endpoints;
-        let api: Api<core::Endpoints> = Api::namespaced(client.clone(), namespace);
+        let url = Api::<core::Endpoints>::namespaced(client.clone(), namespace)
+            .resource_url()
+            .to_string();
         let name = ep.metadata.name.as_deref().unwrap_or_default();
         let how = if create {
             Put::Create
         } else {
             Put::Replace(name)
         };
-        let stored = gate.guard(put(&api, client, how, ep)).await?;
+        let stored = gate.guard(put(client, &url, how, ep)).await?;
         Ok(Written::Stored(stored))
     }
 
@@ -220,12 +219,14 @@ impl Writer {
         };
         let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
         let client = &clients.endpoint_slices;
-        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+        let url = Api::<EndpointSlice>::namespaced(client.clone(), namespace)
+            .resource_url()
+            .to_string();
         let put_how = match how {
             SliceWrite::Create => Put::Create,
             SliceWrite::Update => Put::Replace(slice.metadata.name.as_deref().unwrap_or_default()),
         };
-        let stored = gate.guard(put(&api, client, put_how, slice)).await?;
+        let stored = gate.guard(put(client, &url, put_how, slice)).await?;
         Ok(Some(stored))
     }
 

@@ -240,13 +240,17 @@ impl CompileCache {
     /// that fits `engine`. An entry present but refused is logged.
     pub(crate) fn lookup(&self, engine: &Engine, bytes: &[u8]) -> Option<Component> {
         let name = self.entry_name(bytes);
-        let path = self.entry_path(&name);
-        match self.read_entry(&path, &name) {
+        self.lookup_entry(engine, &name, &self.entry_path(&name))
+    }
+
+    /// [`CompileCache::lookup`] of the entry `name` at `path`, both already derived.
+    fn lookup_entry(&self, engine: &Engine, name: &str, path: &Path) -> Option<Component> {
+        match self.read_entry(path, name) {
             Ok(Some(artifact)) => match deserialize(engine, &artifact) {
                 Ok(component) => {
                     self.hits.fetch_add(1, Ordering::Relaxed);
                     match self.kind {
-                        Kind::Private => touch(&path),
+                        Kind::Private => touch(path),
                         Kind::Shipped => tracing::info!(
                             entry = %path.display(),
                             "guest's compiled form taken from --compiled-guests"
@@ -277,7 +281,9 @@ impl CompileCache {
     /// compiled and stored. A cache that cannot be read or written costs a compilation and a
     /// warning, never the load.
     pub(crate) fn load(&self, engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
-        if let Some(component) = self.lookup(engine, bytes) {
+        let name = self.entry_name(bytes);
+        let path = self.entry_path(&name);
+        if let Some(component) = self.lookup_entry(engine, &name, &path) {
             return Ok(component);
         }
         let component =
@@ -285,8 +291,6 @@ impl CompileCache {
         if self.kind == Kind::Shipped {
             return Ok(component);
         }
-        let name = self.entry_name(bytes);
-        let path = self.entry_path(&name);
         match component.serialize() {
             Ok(artifact) => {
                 if let Err(error) = self.write_entry(&path, &name, &artifact) {
