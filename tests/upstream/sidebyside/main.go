@@ -221,8 +221,7 @@ func runSide(ctx context.Context, o options, side string) (r result, err error) 
 		return r, err
 	}
 
-	started := time.Now()
-	controller, profile, err := startSide(o, side, kubeconfig, dir)
+	controller, profile, started, err := startSide(o, side, kubeconfig, dir)
 	if err != nil {
 		return r, err
 	}

@@ -25,10 +25,14 @@ func limits(prefix string, qps, burst int) []string {
 
 // startSide starts one side's controller, watching every namespace, at the client limits,
 // logging in dir, and its CPU profile when one is asked for. Upstream's returns once its caches
-// are synced; weir's once it answers /healthz, as its /readyz waits for more than a start. The
-// clock runs from before the start either way.
-func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profile, error) {
-	p := &profile{side: side}
+// are synced; weir's once it answers /healthz, as its /readyz waits for more than a start.
+//
+// started is when the controller's process began to run: the side's clock. What the side's
+// deployment does before its controller runs is outside it: weir's guest compiled ahead of
+// time (the image ships it) and, when profiling, the wait for perf to attach to the stopped
+// process (upstream's profiler starts inside its process and needs no wait).
+func startSide(o options, side, kubeconfig, dir string) (controller *procs.Process, p *profile, started time.Time, err error) {
+	p = &profile{side: side}
 	if o.profileDir != "" {
 		p.path = filepath.Join(o.profileDir, fmt.Sprintf("%s-%d-qps%d.%s", side, o.services, o.qps, map[string]string{"upstream": "pprof", "weir": "perf.data"}[side]))
 	}
@@ -37,8 +41,9 @@ func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profil
 		if p.path != "" {
 			extra = append(extra, "--cpuprofile", p.path)
 		}
-		controller, err := harness.Upstream(o.harness, kubeconfig, metav1.NamespaceAll, filepath.Join(dir, "upstream.log"), extra...)
-		return controller, p, err
+		started = time.Now()
+		controller, err = harness.Upstream(o.harness, kubeconfig, metav1.NamespaceAll, filepath.Join(dir, "upstream.log"), extra...)
+		return controller, p, started, err
 	}
 	extra := limits("kube-api-", o.qps, o.burst)
 	if o.weirCompiled {
@@ -46,13 +51,14 @@ func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profil
 		// ahead of time, and loaded from there.
 		compiled := filepath.Join(dir, "compiled-guests")
 		if out, err := procs.Run(o.weir, "guest", "compile", "--into", compiled); err != nil {
-			return nil, nil, fmt.Errorf("weir guest compile: %v\n%s", err, out)
+			return nil, nil, started, fmt.Errorf("weir guest compile: %v\n%s", err, out)
 		}
 		extra = append(extra, "--compiled-guests", compiled)
 	}
 	if p.path == "" {
-		controller, err := harness.Weir(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", extra...)
-		return controller, p, err
+		started = time.Now()
+		controller, err = harness.Weir(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", extra...)
+		return controller, p, started, err
 	}
 	// perf samples weir from outside (a debug or release build alike), with call graphs, on
 	// the other CPUs, so that it does not take the controller's. It attaches before weir's first
@@ -65,13 +71,18 @@ func startSide(o options, side, kubeconfig, dir string) (*procs.Process, *profil
 		if p.recorder, err = procs.Start("perf record", record); err != nil {
 			return err
 		}
-		return procs.WaitPerfAttached(p.recorder.PID(), time.Minute)
+		if err := procs.WaitPerfAttached(p.recorder.PID(), time.Minute); err != nil {
+			return err
+		}
+		// weir runs from the SIGCONT that follows this return.
+		started = time.Now()
+		return nil
 	}
-	controller, err := harness.WeirObserved(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", attach, extra...)
+	controller, err = harness.WeirObserved(o.weir, kubeconfig, metav1.NamespaceAll, dir, filepath.Join(dir, "weir.log"), "/healthz", attach, extra...)
 	if err != nil {
-		return nil, nil, errors.Join(err, p.finish())
+		return nil, nil, started, errors.Join(err, p.finish())
 	}
-	return controller, p, nil
+	return controller, p, started, nil
 }
 
 // profile is one side's CPU profile: written by the controller itself (upstream, pprof) or by
