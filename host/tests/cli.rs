@@ -165,6 +165,8 @@ fn kube_controller_manager_flag_names_are_aliases_and_two_names_are_refused() {
             stderr.contains("cannot read kubeconfig"),
             "{flag}: {stderr}"
         );
+        // The missing file is said once, though kube's error repeats its cause's text.
+        assert_eq!(stderr.matches("os error 2").count(), 1, "{flag}: {stderr}");
     }
     // They are the same flags as --workers and --batch-period: same checks...
     for (flag, why) in [

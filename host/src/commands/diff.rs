@@ -96,7 +96,7 @@ async fn diff(args: Args) -> ExitCode {
     let shape = match args.live.shape() {
         Ok(shape) => shape,
         Err(e) => {
-            eprintln!("weir: {e:#}");
+            eprintln!("weir: {}", crate::commands::one_line(&e));
             return ExitCode::from(2);
         }
     };
@@ -120,7 +120,7 @@ async fn diff(args: Args) -> ExitCode {
     let state = match args.live.read("diff").await {
         Ok(state) => state,
         Err(e) => {
-            eprintln!("weir: {e:#}");
+            eprintln!("weir: {}", crate::commands::one_line(&e));
             return ExitCode::from(2);
         }
     };

@@ -34,11 +34,30 @@ pub fn block_on(
         match command.await {
             Ok(()) => std::process::ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("weir: {e:#}");
+                eprintln!("weir: {}", one_line(&e));
                 std::process::ExitCode::from(2)
             }
         }
     })
+}
+
+/// An error and its causes on one line, outermost first, joined by ": ". A cause whose text
+/// the message before it already ends with is left out: some libraries (kube's kubeconfig
+/// errors, for one) put their source's text in their own message as well as returning it as
+/// the source, and anyhow's `{:#}` would print it twice.
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Like [`block_on`], for a command that picks its own exit code when it succeeds.
@@ -47,7 +66,7 @@ pub fn block_on_code(
 ) -> std::process::ExitCode {
     exit_code_of(async {
         command.await.unwrap_or_else(|e| {
-            eprintln!("weir: {e:#}");
+            eprintln!("weir: {}", one_line(&e));
             std::process::ExitCode::from(2)
         })
     })
@@ -138,7 +157,7 @@ impl GuestArgs {
     /// command that takes `--guest` reports an unusable guest.
     pub async fn load_or_report(&self) -> Result<Guest, std::process::ExitCode> {
         self.load().await.map_err(|e| {
-            eprintln!("weir: {e:#}");
+            eprintln!("weir: {}", one_line(&e));
             std::process::ExitCode::from(2)
         })
     }
@@ -172,5 +191,28 @@ impl GuestArgs {
             .load_async(fetched.bytes)
             .await
             .with_context(|| format!("guest {}", source.describe()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    /// An error whose message repeats its source's, as kube's kubeconfig errors do.
+    #[derive(Debug, thiserror::Error)]
+    #[error("failed to read kubeconfig: {0}")]
+    struct Repeats(#[source] std::io::Error);
+
+    #[test]
+    fn one_line_leaves_out_a_cause_its_message_already_holds() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let error = anyhow::Error::new(Repeats(io)).context("cannot read kubeconfig /k");
+        assert_eq!(
+            one_line(&error),
+            "cannot read kubeconfig /k: failed to read kubeconfig: no such file"
+        );
+        // Causes that say something new are all kept, outermost first.
+        let error = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(one_line(&error), "outer: middle: inner");
     }
 }

@@ -87,7 +87,7 @@ pub fn run(args: Args) -> ExitCode {
     let weir = match weir_binary() {
         Ok(weir) => weir,
         Err(e) => {
-            eprintln!("weir: new-policy: {e:#}");
+            eprintln!("weir: new-policy: {}", crate::commands::one_line(&e));
             return ExitCode::from(2);
         }
     };
@@ -106,7 +106,7 @@ pub fn run(args: Args) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("weir: new-policy: {e:#}");
+                eprintln!("weir: new-policy: {}", crate::commands::one_line(&e));
                 ExitCode::from(2)
             }
         };
@@ -129,7 +129,7 @@ pub fn run(args: Args) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("weir: new-policy: {e:#}");
+            eprintln!("weir: new-policy: {}", crate::commands::one_line(&e));
             ExitCode::from(2)
         }
     }

@@ -109,7 +109,7 @@ pub fn run(args: Args) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("weir: {e:#}");
+            eprintln!("weir: {}", crate::commands::one_line(&e));
             ExitCode::from(2)
         }
     }

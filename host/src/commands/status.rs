@@ -76,7 +76,7 @@ pub fn run(args: Args) -> ExitCode {
         match status(&args).await {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("weir: {e:#}");
+                eprintln!("weir: {}", crate::commands::one_line(&e));
                 ExitCode::from(2)
             }
         }

@@ -74,7 +74,7 @@ async fn test(args: Args) -> ExitCode {
             Some(path) => match super::policy_config::read(path) {
                 Ok(text) => Some(text),
                 Err(e) => {
-                    eprintln!("weir: --policy-config {e:#}");
+                    eprintln!("weir: --policy-config {}", crate::commands::one_line(&e));
                     return ExitCode::from(2);
                 }
             },

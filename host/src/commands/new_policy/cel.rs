@@ -25,7 +25,7 @@ pub fn run(name: &str, sdk_given: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("weir: new-policy: {e:#}");
+            eprintln!("weir: new-policy: {}", crate::commands::one_line(&e));
             ExitCode::from(2)
         }
     }

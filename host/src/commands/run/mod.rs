@@ -60,7 +60,7 @@ pub fn run(args: Args) -> ExitCode {
         match run_async(args).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("weir: {e:#}");
+                eprintln!("weir: {}", crate::commands::one_line(&e));
                 match e.downcast_ref::<ElectionError>() {
                     Some(ElectionError::Lost(_)) => ExitCode::FAILURE,
                     _ => ExitCode::from(2),
