@@ -25,9 +25,13 @@ pub enum LogFormat {
 
 /// Installs the global subscriber, logging to stderr. `filter` is an EnvFilter directive;
 /// without one `RUST_LOG` applies, else `info`. A bad filter falls back to `info` with a
-/// message on stderr.
+/// message on stderr. Text is coloured only on a terminal without `NO_COLOR`: a container's
+/// log (kubectl logs, a log shipper) is a pipe or a file, where colour codes are noise.
 pub fn init(filter: Option<&str>, format: LogFormat) {
-    init_with(filter, format, std::io::stderr, true);
+    use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    init_with(filter, format, std::io::stderr, colour);
 }
 
 /// Like [`init`], appending to the file at `path` (created if missing), without colours:

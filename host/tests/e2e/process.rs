@@ -530,6 +530,8 @@ async fn weir_run_takes_the_guest_compiled_ahead_of_time() {
         "{lines:#?}"
     );
     assert!(!lines.iter().any(|l| l.contains("compiling")), "{lines:#?}");
+    // Its log is a pipe, as in a container: plain text, no colour codes.
+    assert!(!lines.iter().any(|l| l.contains('\u{1b}')), "{lines:#?}");
     c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     let status = tokio::task::spawn_blocking(move || run.stop("-TERM"))
         .await
