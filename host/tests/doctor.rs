@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -46,9 +45,7 @@ fn bin_dir(name: &str, leave_out: &[&str]) -> PathBuf {
 }
 
 fn write_script(dir: &Path, program: &str, body: &str) {
-    let path = dir.join(program);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    support::write_script(&dir.join(program), body);
 }
 
 fn fake(dir: &Path, program: &str, prints: &str) {

@@ -508,15 +508,12 @@ fn docker_config_with_helper(
     name: &str,
     body: &str,
 ) -> (PathBuf, PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
     let config_dir = dir.join("docker");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&config_dir).unwrap();
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::write(config_dir.join("config.json"), config.to_string()).unwrap();
-    let helper = bin.join(format!("docker-credential-{name}"));
-    std::fs::write(&helper, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    support::write_script(&bin.join(format!("docker-credential-{name}")), body);
     (config_dir, bin)
 }
 

@@ -169,12 +169,25 @@ mod tests {
         }
     }
 
-    /// A helper program in `dir`: a shell script with `body`.
+    /// A helper program in `dir`: a shell script with `body`, written by a child process
+    /// (`sh`). Were this process to write it, a child that another test thread forks while the
+    /// file is open for writing would inherit it, and running the script would fail with "Text
+    /// file busy" (ETXTBSY) until that child execs.
     fn helper(dir: &Path, body: &str) -> std::path::PathBuf {
-        use std::os::unix::fs::PermissionsExt;
+        use std::io::Write;
         let path = dir.join("docker-credential-test");
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut writer = std::process::Command::new("sh")
+            .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+            .arg(&path)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = writer.stdin.take().unwrap();
+        stdin
+            .write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
+            .unwrap();
+        drop(stdin);
+        assert!(writer.wait().unwrap().success());
         path
     }
 

@@ -25,6 +25,30 @@ pub fn require_tool(program: &str, args: &[&str]) {
     );
 }
 
+/// Writes an executable shell script at `path` with `body`. A child process writes it, not
+/// this one: a file this process holds open for writing is inherited by any child that another
+/// test thread forks in that moment, and until that child execs, running the script fails with
+/// "Text file busy" (ETXTBSY).
+pub fn write_script(path: &std::path::Path, body: &str) {
+    use std::io::Write;
+    let mut writer = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("running sh to write a script");
+    let mut stdin = writer.stdin.take().unwrap();
+    stdin
+        .write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
+        .unwrap();
+    drop(stdin);
+    assert!(
+        writer.wait().unwrap().success(),
+        "writing {}",
+        path.display()
+    );
+}
+
 /// Runs `weir ARGS` with `env` added to its environment, polling until it exits or `limit`
 /// passes (then it is killed and the test fails); returns (exit code, stdout and stderr
 /// together).
