@@ -95,10 +95,7 @@ async fn load(args: &GuestArgs, shape: &Shape, which: &str) -> Result<Guest, Exi
 async fn diff(args: Args) -> ExitCode {
     let shape = match args.live.shape() {
         Ok(shape) => shape,
-        Err(e) => {
-            eprintln!("weir: {}", crate::commands::one_line(&e));
-            return ExitCode::from(2);
-        }
+        Err(e) => return crate::commands::report(&e),
     };
     let guest = match load(&args.guest, &shape, "the guest").await {
         Ok(guest) => guest,
@@ -119,10 +116,7 @@ async fn diff(args: Args) -> ExitCode {
     };
     let state = match args.live.read("diff").await {
         Ok(state) => state,
-        Err(e) => {
-            eprintln!("weir: {}", crate::commands::one_line(&e));
-            return ExitCode::from(2);
-        }
+        Err(e) => return crate::commands::report(&e),
     };
     let progress = progress_bar(state.services.len());
     let mut reports = Vec::with_capacity(state.services.len());

@@ -33,12 +33,16 @@ pub fn block_on(
     exit_code_of(async {
         match command.await {
             Ok(()) => std::process::ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("weir: {}", one_line(&e));
-                std::process::ExitCode::from(2)
-            }
+            Err(e) => report(&e),
         }
     })
+}
+
+/// Prints `error` as one line on stderr and gives exit code 2: how every command reports an
+/// error it cannot go on from.
+pub fn report(error: &anyhow::Error) -> std::process::ExitCode {
+    eprintln!("weir: {}", one_line(error));
+    std::process::ExitCode::from(2)
 }
 
 /// An error and its causes on one line, outermost first, joined by ": ". A cause whose text
@@ -64,12 +68,7 @@ pub fn one_line(error: &anyhow::Error) -> String {
 pub fn block_on_code(
     command: impl std::future::Future<Output = anyhow::Result<std::process::ExitCode>>,
 ) -> std::process::ExitCode {
-    exit_code_of(async {
-        command.await.unwrap_or_else(|e| {
-            eprintln!("weir: {}", one_line(&e));
-            std::process::ExitCode::from(2)
-        })
-    })
+    exit_code_of(async { command.await.unwrap_or_else(|e| report(&e)) })
 }
 
 /// Runs a command that reports its own exit code on a fresh tokio runtime. Every command
@@ -156,10 +155,7 @@ impl GuestArgs {
     /// Loads the chosen guest; on failure prints one line and gives exit code 2, as every
     /// command that takes `--guest` reports an unusable guest.
     pub async fn load_or_report(&self) -> Result<Guest, std::process::ExitCode> {
-        self.load().await.map_err(|e| {
-            eprintln!("weir: {}", one_line(&e));
-            std::process::ExitCode::from(2)
-        })
+        self.load().await.map_err(|e| report(&e))
     }
 
     /// Where the chosen guest comes from: no `--guest` is `builtin:default`.

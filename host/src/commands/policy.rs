@@ -108,10 +108,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("weir: {}", crate::commands::one_line(&e));
-            ExitCode::from(2)
-        }
+        Err(e) => crate::commands::report(&e),
     }
 }
 

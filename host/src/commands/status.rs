@@ -75,10 +75,7 @@ pub fn run(args: Args) -> ExitCode {
     super::exit_code_of(async {
         match status(&args).await {
             Ok(code) => code,
-            Err(e) => {
-                eprintln!("weir: {}", crate::commands::one_line(&e));
-                ExitCode::from(2)
-            }
+            Err(e) => crate::commands::report(&e),
         }
     })
 }

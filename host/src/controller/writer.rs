@@ -71,17 +71,20 @@ enum Put<'a> {
     Replace(&'a str),
 }
 
-/// Sends `object` as a create (POST) or replace (PUT by name) to the collection at
-/// `collection_url` and decodes only the stored object's [`StoredMeta`]: what `Api::create`
-/// and `Api::replace` send, without decoding the whole response.
-async fn put(
+/// Sends `object` as a create (POST) or replace (PUT by name) to its kind's collection in
+/// `namespace` and decodes only the stored object's [`StoredMeta`]: what `Api::create` and
+/// `Api::replace` send, without decoding the whole response.
+async fn put<K>(
     client: &Client,
-    collection_url: &str,
+    namespace: &str,
     how: Put<'_>,
-    object: &impl serde::Serialize,
-) -> Result<StoredMeta, kube::Error> {
+    object: &K,
+) -> Result<StoredMeta, kube::Error>
+where
+    K: kube::Resource<DynamicType = ()> + serde::Serialize,
+{
     let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
-    let collection = kube::core::Request::new(collection_url);
+    let collection = kube::core::Request::new(K::url_path(&(), Some(namespace)));
     let params = PostParams::default();
     let request = match how {
         Put::Create => collection.create(&params, body),
@@ -124,17 +127,15 @@ impl Writer {
             print(key, if create { "create" } else { "update" }, Some(ep));
             return Ok(Written::Skipped);
         };
-        let client = &clients.endpoints;
-        let url = Api::<core::Endpoints>::namespaced(client.clone(), namespace)
-            .resource_url()
-            .to_string();
         let name = ep.metadata.name.as_deref().unwrap_or_default();
         let how = if create {
             Put::Create
         } else {
             Put::Replace(name)
         };
-        let stored = gate.guard(put(client, &url, how, ep)).await?;
+        let stored = gate
+            .guard(put(&clients.endpoints, namespace, how, ep))
+            .await?;
         Ok(Written::Stored(stored))
     }
 
@@ -218,15 +219,13 @@ impl Writer {
             return Ok(None);
         };
         let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
-        let client = &clients.endpoint_slices;
-        let url = Api::<EndpointSlice>::namespaced(client.clone(), namespace)
-            .resource_url()
-            .to_string();
         let put_how = match how {
             SliceWrite::Create => Put::Create,
             SliceWrite::Update => Put::Replace(slice.metadata.name.as_deref().unwrap_or_default()),
         };
-        let stored = gate.guard(put(client, &url, put_how, slice)).await?;
+        let stored = gate
+            .guard(put(&clients.endpoint_slices, namespace, put_how, slice))
+            .await?;
         Ok(Some(stored))
     }
 
