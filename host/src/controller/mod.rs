@@ -108,6 +108,9 @@ pub struct Config {
     pub gate: WriteGate,
     /// How informers list the current state: watch-list, or pages of a bounded size.
     pub initial_list: InitialList,
+    /// Pods are listed and watched in protobuf where the server serves it (their streaming
+    /// lists; see [`watch::protobuf`]).
+    pub pods_in_protobuf: bool,
 }
 
 impl Default for Config {
@@ -129,6 +132,7 @@ impl Default for Config {
             metrics: Arc::default(),
             gate: WriteGate::sole(),
             initial_list: InitialList::default(),
+            pods_in_protobuf: true,
         }
     }
 }
@@ -267,6 +271,7 @@ impl Controller {
             synced_tx.clone(),
             "services",
             watch.clone(),
+            None,
         ));
         informers.spawn(informer(
             self.api::<store::wire_pod::WirePod>(&self.clients.shared),
@@ -277,6 +282,8 @@ impl Controller {
             synced_tx.clone(),
             "pods",
             watch.clone(),
+            // The pods, tens of thousands, are most of what the informers read.
+            self.config.pods_in_protobuf.then_some(pods_in_protobuf),
         ));
         if outputs.endpoints {
             pending.insert("endpoints");
@@ -289,6 +296,7 @@ impl Controller {
                 synced_tx.clone(),
                 "endpoints",
                 watch.clone(),
+                None,
             ));
         }
         if outputs.endpoint_slices {
@@ -303,6 +311,7 @@ impl Controller {
                 synced_tx.clone(),
                 "endpointslices",
                 watch.clone(),
+                None,
             ));
             informers.spawn(informer(
                 Api::<core::Node>::all(self.clients.shared.clone()),
@@ -310,6 +319,7 @@ impl Controller {
                 synced_tx.clone(),
                 "nodes",
                 watch.clone(),
+                None,
             ));
         }
         drop(synced_tx);
@@ -400,3 +410,16 @@ impl Controller {
 
 #[cfg(test)]
 mod tests;
+
+/// The pods informer's watch-list in protobuf, decoded into the pod cache's shape.
+fn pods_in_protobuf(
+    api: &Api<store::wire_pod::WirePod>,
+) -> futures::stream::BoxStream<
+    'static,
+    kube::runtime::watcher::Result<kube::runtime::watcher::Event<store::wire_pod::WirePod>>,
+> {
+    watch::protobuf::watch_list::<store::wire_pod::protobuf::Pod, _>(
+        api.clone().into_client(),
+        api.resource_url().to_owned(),
+    )
+}

@@ -485,6 +485,60 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
     );
 }
 
+/// weir lists and watches pods in protobuf where the server serves it, as
+/// kube-controller-manager does (kube-apiserver); weir-apiserver answers in JSON, and weir
+/// reads that instead. `--kube-api-content-type application/json` keeps to JSON everywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_are_read_in_protobuf_where_the_server_serves_it() {
+    let c = Cluster::start(web_app()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    c.write_kubeconfig(&kubeconfig);
+    let served = if crate::real::selected() {
+        "protobuf"
+    } else {
+        "json"
+    };
+    // The first run writes app/web's Endpoints from the pods it read; the second finds them
+    // written.
+    for (flags, expected, writes) in [
+        (&[][..], served, true),
+        (
+            &["--kube-api-content-type", "application/json"][..],
+            "json",
+            false,
+        ),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command
+            .env("WEIR_CACHE_DIR", compile_cache_dir())
+            .env("WEIR_METRICS_SECURE", "false")
+            .args(["run", "--log-format", "json", "--admin-addr", "127.0.0.1:0"])
+            .args(flags)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig);
+        let run = Proc::spawn_logging(command);
+        let lines = tokio::task::spawn_blocking(move || {
+            let lines = run.read_until("the pods listed, and app/web written", |seen| {
+                seen.iter()
+                    .any(|l| l.contains("\"listed\"") && l.contains("\"pods\""))
+                    && (!writes || seen.iter().any(|l| l.contains("endpoints written")))
+            });
+            assert!(run.stop("-TERM").success());
+            lines
+        })
+        .await
+        .unwrap();
+        let listed: serde_json::Value = lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|l| l["msg"] == "listed" && l["kind"] == "pods")
+            .unwrap();
+        assert_eq!(listed["encoding"], expected, "{flags:?}: {listed}");
+        c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
+    }
+}
+
 /// A first start as the image makes it: the guest compiled ahead of time (`weir guest
 /// compile`, a process of its own), and `weir run --compiled-guests` takes its machine code
 /// from there instead of compiling (no `--cache-dir` to fall back on), then converges.

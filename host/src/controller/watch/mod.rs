@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::ListParams;
 use kube::runtime::WatchStreamExt;
@@ -28,6 +29,7 @@ use kube::{Api, Resource};
 use crate::client::needs_relist;
 
 pub mod consistency;
+pub mod protobuf;
 
 use consistency::{ResetCause, ResetGate, Seen};
 
@@ -145,6 +147,10 @@ fn object_key<K: Resource>(o: &K) -> String {
     )
 }
 
+/// A watch-list in an encoding kube-runtime does not read ([`protobuf::watch_list`]), for a
+/// resource whose volume makes JSON costly: given the informer's `Api`, its stream.
+pub(super) type WatchList<K> = fn(&Api<K>) -> BoxStream<'static, watcher::Result<Event<K>>>;
+
 /// Runs a watcher and feeds its changes to `handle`; reports `kind` on `synced` after the first
 /// complete list. A server reset (see [`ResetCause`]) starts a new consistency epoch: every
 /// informer lists afresh, and this one tells the gate when its list of the new epoch is
@@ -152,21 +158,30 @@ fn object_key<K: Resource>(o: &K) -> String {
 /// goes backwards, the server's current resourceVersion (asked every `watch.check_every`)
 /// below one already seen, and a relist that contradicts what this informer followed.
 /// Successes count as contact.
+///
+/// With `protobuf`, streaming initial lists use it, until the server shows it does not serve
+/// it ([`protobuf::protobuf_refused`]); paged lists, and every list after that, are
+/// kube-runtime's in JSON.
 pub(super) async fn informer<K, F>(
     api: Api<K>,
     mut handle: F,
     synced: tokio::sync::mpsc::Sender<&'static str>,
     kind: &'static str,
     watch: Watch,
+    protobuf: Option<WatchList<K>>,
 ) where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     F: FnMut(Change<K>),
 {
     let mut initial_list = watch.initial_list;
-    let start = |initial_list: InitialList| {
-        watcher::watcher(api.clone(), initial_list.config())
+    let mut protobuf = protobuf;
+    let start = |initial_list: InitialList, protobuf: Option<WatchList<K>>| match protobuf {
+        Some(watch_list) if initial_list == InitialList::Streaming => {
+            watch_list(&api).default_backoff().boxed()
+        }
+        _ => watcher::watcher(api.clone(), initial_list.config())
             .default_backoff()
-            .boxed()
+            .boxed(),
     };
     let health = watch.health.clone();
     let gate = watch.gate.clone();
@@ -176,7 +191,7 @@ pub(super) async fn informer<K, F>(
         gate.reset(kind, cause);
     };
     let mut epochs = gate.subscribe_epochs();
-    let mut stream = start(initial_list);
+    let mut stream = start(initial_list, protobuf);
     let mut check = tokio::time::interval(watch.check_every);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reported = false;
@@ -198,7 +213,7 @@ pub(super) async fn informer<K, F>(
                 }
                 // The new server's resourceVersions mean nothing against the old ones.
                 seen.forget();
-                stream = start(initial_list);
+                stream = start(initial_list, protobuf);
                 last = 0;
                 continue;
             }
@@ -223,13 +238,21 @@ pub(super) async fn informer<K, F>(
         let event = match next {
             Ok(Some(event)) => event,
             Ok(None) => return,
+            // Once per informer, as the refusal of a watch-list below.
+            Err(e) if protobuf.is_some() && protobuf::protobuf_refused(&e) => {
+                tracing::info!(kind, error = %e, "the API server does not serve this resource in protobuf; watching it in JSON");
+                protobuf = None;
+                stream = start(initial_list, protobuf);
+                last = 0;
+                continue;
+            }
             // Once per informer: later watches are plain ones, which the server accepts.
             Err(e) if initial_list == InitialList::Streaming && watch_list_refused(&e) => {
                 tracing::warn!(kind, error = %e, "the API server refused a watch-list (sendInitialEvents); using paged lists");
                 initial_list = InitialList::Paged {
                     page_size: DEFAULT_PAGE_SIZE,
                 };
-                stream = start(initial_list);
+                stream = start(initial_list, protobuf);
                 last = 0;
                 continue;
             }
@@ -297,6 +320,11 @@ pub(super) async fn informer<K, F>(
                 gate.listed(kind, list_epoch);
                 if !reported {
                     reported = true;
+                    let encoding = match protobuf {
+                        Some(_) if initial_list == InitialList::Streaming => "protobuf",
+                        _ => "json",
+                    };
+                    tracing::info!(kind, encoding, "listed");
                     let _ = synced.send(kind).await;
                 }
             }

@@ -8,6 +8,8 @@
 //! fields that `reconcile::view::pod` reads, so that projection stays the one place that
 //! decides what a guest sees of a pod (a test below checks that it sees the same either way).
 
+pub mod protobuf;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as core;
