@@ -44,7 +44,10 @@ type options struct {
 	churnFor                 time.Duration
 	controllerCPUs, otherCPU string
 	profileDir               string
-	keep                     bool
+	// perfFrequency and perfCallGraph: how perf samples weir (`perf record -F`, `--call-graph`).
+	perfFrequency int
+	perfCallGraph string
+	keep          bool
 	// weirCompiled: weir's guest compiled ahead of time, as weir's image ships it.
 	weirCompiled bool
 }
@@ -65,6 +68,8 @@ func main() {
 	flag.StringVar(&o.controllerCPUs, "controller-cpus", defaultControllerCPUs(), "CPUs the controller under test runs on (taskset's list; empty: no pinning)")
 	flag.StringVar(&o.otherCPU, "other-cpus", defaultOtherCPUs(), "CPUs this driver, kube-apiserver and etcd run on once the workload is loaded (taskset's list; empty: no pinning)")
 	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each side's controller into this directory (pprof for upstream, perf for weir) and print its top five functions")
+	flag.IntVar(&o.perfFrequency, "perf-frequency", 199, "samples per second of weir's perf profile (perf record -F)")
+	flag.StringVar(&o.perfCallGraph, "perf-call-graph", "fp", "how weir's perf profile records call paths (perf record --call-graph): fp (frame pointers, light) or dwarf[,STACK_BYTES] (complete through a release build, heavier)")
 	flag.Float64Var(&o.churnRate, "churn-rate", 20, "readiness flips per second in the churn run, SIG Scalability's pod churn (0: no churn run)")
 	flag.DurationVar(&o.churnFor, "churn-for", 60*time.Second, "how long the churn run flips readiness")
 	flag.BoolVar(&o.weirCompiled, "weir-compiled", true, "weir loads its guest compiled ahead of time (`weir guest compile`, before the side's clock starts), as weir's image ships it; false: weir compiles it at start")
@@ -86,6 +91,10 @@ func main() {
 		o.perNamespace = withinThresholds(o.pods)
 	}
 	harness.ControllerCPUs = o.controllerCPUs
+	if o.perfFrequency < 1 {
+		fmt.Fprintf(os.Stderr, "sidebyside: --perf-frequency must be at least 1, not %d\n", o.perfFrequency)
+		os.Exit(2)
+	}
 	if o.profileDir != "" {
 		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 			fmt.Fprintf(os.Stderr, "sidebyside: %v\n", err)

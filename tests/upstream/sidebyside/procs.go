@@ -65,7 +65,8 @@ func startSide(o options, side, kubeconfig, dir string) (controller *procs.Proce
 	// instruction, as upstream's profile starts with its process: start-up (the guest's compile,
 	// the initial lists) is part of both.
 	attach := func(pid int) error {
-		record := exec.Command("perf", "record", "--quiet", "-F", "199", "-g", "-p", strconv.Itoa(pid), "-o", p.path)
+		record := exec.Command("perf", "record", "--quiet", "-F", strconv.Itoa(o.perfFrequency),
+			"--call-graph", o.perfCallGraph, "-p", strconv.Itoa(pid), "-o", p.path)
 		record.Stderr = os.Stderr
 		var err error
 		if p.recorder, err = procs.Start("perf record", record); err != nil {
