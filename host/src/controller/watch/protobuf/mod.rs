@@ -27,6 +27,7 @@ use http_body_util::BodyExt;
 use kube::Client;
 use kube::Resource;
 use kube::core::Status;
+use kube::core::params::WatchParams;
 use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
 use kube::runtime::watcher::{self, Event};
 use prost::Message;
@@ -184,15 +185,29 @@ where
 }
 
 /// Opens a watch of `url` in protobuf: a watch-list from any state when `rv` is `None`, else a
-/// watch from `rv`.
+/// watch from `rv`. The query is kube-runtime's own (`kube::core::Request::watch`).
 async fn start(client: &Client, url: &str, rv: Option<&str>) -> Result<Frames, kube::Error> {
-    let request = http::Request::get(format!("{url}?{}", watch_query(rv)))
-        .header(http::header::ACCEPT, WATCH_MEDIA_TYPE)
-        // kube-controller-manager's clients ask for uncompressed responses too; kube's
-        // decompression also reads only the first gzip member of a stream.
-        .header(http::header::ACCEPT_ENCODING, "identity")
-        .body(kube::client::Body::empty())
-        .map_err(kube::Error::HttpError)?;
+    let (params, rv) = match rv {
+        Some(rv) => (WatchParams::default(), rv),
+        // As kube-runtime's streaming lists: any state at least as new as "0", which the
+        // watch cache serves.
+        None => (WatchParams::streaming_lists(), "0"),
+    };
+    let (mut parts, body) = kube::core::Request::new(url)
+        .watch(&params.timeout(WATCH_TIMEOUT_SECONDS), rv)
+        .map_err(kube::Error::BuildRequest)?
+        .into_parts();
+    parts.headers.insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static(WATCH_MEDIA_TYPE),
+    );
+    // kube-controller-manager's clients ask for uncompressed responses too; kube's
+    // decompression also reads only the first gzip member of a stream.
+    parts.headers.insert(
+        http::header::ACCEPT_ENCODING,
+        http::HeaderValue::from_static("identity"),
+    );
+    let request = http::Request::from_parts(parts, kube::client::Body::from(body));
     let response = client.send(request).await?;
     let status = response.status();
     if !status.is_success() {
@@ -215,32 +230,6 @@ async fn start(client: &Client, url: &str, rv: Option<&str>) -> Result<Frames, k
         .map(|chunk| chunk.map_err(|e| kube::Error::Service(Box::new(e))))
         .boxed();
     Ok(Frames::new(body))
-}
-
-/// The query of a watch: resumed from `rv`, or a watch-list from the watch cache's state.
-fn watch_query(rv: Option<&str>) -> String {
-    let common =
-        format!("watch=true&timeoutSeconds={WATCH_TIMEOUT_SECONDS}&allowWatchBookmarks=true");
-    match rv {
-        // resourceVersions are opaque: one is sent escaped rather than trusted to need none.
-        Some(rv) => format!("{common}&resourceVersion={}", percent_escape(rv)),
-        // As kube-runtime's streaming lists: any state at least as new as "0", which the
-        // watch cache serves.
-        None => format!(
-            "{common}&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0"
-        ),
-    }
-}
-
-fn percent_escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// The `Status` of a failed request: protobuf, JSON, or plain text, as the server sent it.
@@ -557,14 +546,6 @@ pub(crate) mod wire {
         #[prost(string, optional, tag = "3")]
         pub field: Option<String>,
     }
-}
-
-/// A stream of the watch events in `frames`, as a test's fake server body.
-#[cfg(test)]
-fn frames_of(chunks: Vec<Bytes>) -> Frames {
-    let body: BoxStream<'static, Result<Bytes, kube::Error>> =
-        futures::stream::iter(chunks.into_iter().map(Ok)).boxed();
-    Frames::new(body)
 }
 
 #[cfg(test)]

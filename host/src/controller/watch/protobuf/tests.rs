@@ -21,6 +21,13 @@ const WATCH_PB: &[u8] = include_bytes!("testdata/pods.watch.pb");
 const WATCH_JSON: &str = include_str!("testdata/pods.watch.json");
 const INVALID_WATCH_LIST_PB: &[u8] = include_bytes!("testdata/invalid-watch-list.pb");
 
+/// A stream of the watch events in `chunks`, as a fake server's body.
+fn frames_of(chunks: Vec<Bytes>) -> Frames {
+    let body: BoxStream<'static, Result<Bytes, kube::Error>> =
+        futures::stream::iter(chunks.into_iter().map(Ok)).boxed();
+    Frames::new(body)
+}
+
 /// Every event of a protobuf stream, fed in chunks of `chunk` bytes (frames cross them).
 async fn decode_all(stream: &[u8], chunk: usize) -> Vec<Result<Decoded<WirePod>, kube::Error>> {
     let chunks = stream
