@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use governor::clock::Clock;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use kube::client::ClientBuilder;
 use kube::client::retry::RetryPolicy;
@@ -70,6 +71,46 @@ impl ApiRate {
             .ok_or(RateError::Qps(self.qps))?
             .allow_burst(burst))
     }
+
+    /// How late a paced request may leave: a wait for a token ends on the next tick of a
+    /// [`WAKE_GRID`]-wide grid that every bucket shares, at most half the bucket's burst
+    /// tolerance (`burst - 1` tokens) late. Waking late loses no token while the tolerance
+    /// covers it (the bucket counts from when the token came due, not from when it was
+    /// taken), and a bucket of burst 1, which has none, is never late.
+    fn slack(&self) -> Duration {
+        let tolerance = Duration::try_from_secs_f64(f64::from(self.burst - 1) / self.qps / 2.0)
+            .unwrap_or(Duration::MAX);
+        WAKE_GRID.min(tolerance)
+    }
+}
+
+/// The grid on which paced requests leave (see [`ApiRate::slack`]). The buckets of the two
+/// outputs run at the same rate, each a token behind the other; on a shared grid the two
+/// writes of one sync leave together, and their responses and watch events come back
+/// together: one wake-up of the process instead of two for each. Where a wake-up is the
+/// main cost (an idle core, a virtual machine), that is most of a paced request's CPU.
+const WAKE_GRID: Duration = Duration::from_millis(10);
+
+/// `deadline` rounded up to the next multiple of `slack` since `origin`.
+fn on_grid(
+    origin: tokio::time::Instant,
+    deadline: tokio::time::Instant,
+    slack: Duration,
+) -> tokio::time::Instant {
+    if slack.is_zero() || deadline <= origin {
+        return deadline;
+    }
+    let since = (deadline - origin).as_nanos();
+    let step = slack.as_nanos();
+    let ticks = since.div_ceil(step);
+    let rounded = u64::try_from(ticks * step).unwrap_or(u64::MAX);
+    origin + Duration::from_nanos(rounded)
+}
+
+/// The origin of [`on_grid`], shared by every bucket of the process.
+fn grid_origin() -> tokio::time::Instant {
+    static ORIGIN: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
+    *ORIGIN.get_or_init(tokio::time::Instant::now)
 }
 
 /// A kube client for `config` whose requests (watch starts and retries included) keep to
@@ -147,6 +188,7 @@ impl Clients {
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
     limiter: Arc<DefaultDirectRateLimiter>,
+    slack: Duration,
 }
 
 impl RateLimitLayer {
@@ -154,6 +196,7 @@ impl RateLimitLayer {
     pub fn new(rate: ApiRate) -> Result<Self, RateError> {
         Ok(Self {
             limiter: Arc::new(RateLimiter::direct(rate.quota()?)),
+            slack: rate.slack(),
         })
     }
 }
@@ -165,6 +208,7 @@ impl<S> Layer<S> for RateLimitLayer {
         RateLimit {
             inner,
             limiter: self.limiter.clone(),
+            slack: self.slack,
             wait: None,
             admitted: false,
         }
@@ -177,6 +221,8 @@ type Wait = Pin<Box<dyn Future<Output = ()> + Send>>;
 pub struct RateLimit<S> {
     inner: S,
     limiter: Arc<DefaultDirectRateLimiter>,
+    /// How late a paced request may leave ([`ApiRate::slack`]).
+    slack: Duration,
     /// The wait for the next token, while one is pending.
     wait: Option<Wait>,
     /// A token was taken for the next `call`.
@@ -187,6 +233,7 @@ impl<S> std::fmt::Debug for RateLimit<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimit")
             .field("admitted", &self.admitted)
+            .field("slack", &self.slack)
             .finish_non_exhaustive()
     }
 }
@@ -201,10 +248,10 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         if !self.admitted {
-            let limiter = &self.limiter;
+            let (limiter, slack) = (&self.limiter, self.slack);
             let wait = self.wait.get_or_insert_with(|| {
                 let limiter = limiter.clone();
-                Box::pin(async move { limiter.until_ready().await })
+                Box::pin(async move { until_ready(&limiter, slack).await })
             });
             ready!(wait.as_mut().poll(cx));
             self.wait = None;
@@ -218,6 +265,16 @@ where
         debug_assert!(self.admitted, "call without poll_ready");
         self.admitted = false;
         self.inner.call(request)
+    }
+}
+
+/// Waits until `limiter` gives a token, waking on the grid of `slack`. governor's own
+/// `until_ready` waits on futures-timer, whose thread then wakes the runtime's from outside:
+/// a thread hand-off per paced request. tokio's timer fires inside the runtime instead.
+async fn until_ready(limiter: &DefaultDirectRateLimiter, slack: Duration) {
+    while let Err(not_until) = limiter.check() {
+        let due = tokio::time::Instant::now() + not_until.wait_time_from(limiter.clock().now());
+        tokio::time::sleep_until(on_grid(grid_origin(), due, slack)).await;
     }
 }
 
@@ -284,6 +341,63 @@ mod tests {
             svc.ready().await.unwrap().call(()).await.unwrap();
         }
         assert!(start.elapsed() >= Duration::from_millis(9));
+    }
+
+    #[test]
+    fn paced_requests_may_leave_a_grid_tick_late_within_half_the_burst_tolerance() {
+        let slack = |qps, burst| ApiRate { qps, burst }.slack();
+        // kube-controller-manager's limits and the raised ones: the grid.
+        assert_eq!(slack(20.0, 30), WAKE_GRID);
+        assert_eq!(slack(200.0, 300), WAKE_GRID);
+        // 4 tokens of tolerance at 1,000 a second: 2 ms.
+        assert_eq!(slack(1000.0, 5), Duration::from_millis(2));
+        // No tolerance, no slack: every token is taken when it comes due.
+        assert_eq!(slack(1000.0, 1), Duration::ZERO);
+        assert_eq!(slack(0.5, 1), Duration::ZERO);
+    }
+
+    #[test]
+    fn deadlines_round_up_to_the_shared_grid() {
+        let origin = tokio::time::Instant::now();
+        let ms = Duration::from_millis;
+        let grid = |after: u64, slack: u64| on_grid(origin, origin + ms(after), ms(slack)) - origin;
+        assert_eq!(grid(23, 10), ms(30));
+        assert_eq!(grid(1, 10), ms(10));
+        // On a tick already: not moved.
+        assert_eq!(grid(30, 10), ms(30));
+        assert_eq!(grid(0, 10), ms(0));
+        // No slack: the deadline itself.
+        assert_eq!(grid(23, 0), ms(23));
+        // Before the origin (a wait computed from an earlier clock): not moved.
+        let before = origin.checked_sub(ms(5)).unwrap_or(origin);
+        assert_eq!(on_grid(origin, before, ms(10)), before);
+    }
+
+    #[test]
+    fn taking_each_token_late_by_the_slack_loses_none() {
+        // governor's own bucket on a fake clock: drain the burst, then take 100 tokens each
+        // `slack` after it came due. The lateness does not add up: the 100 take the rate's
+        // 5 s and one slack, not 100 of them.
+        let rate = ApiRate::KCM;
+        let slack = rate.slack();
+        assert!(!slack.is_zero());
+        let clock = governor::clock::FakeRelativeClock::default();
+        let limiter = RateLimiter::direct_with_clock(rate.quota().unwrap(), clock.clone());
+        for _ in 0..rate.burst {
+            limiter.check().unwrap();
+        }
+        let start = clock.now();
+        for _ in 0..100 {
+            let not_until = limiter.check().unwrap_err();
+            clock.advance(not_until.wait_time_from(clock.now()) + slack);
+            limiter.check().expect("a late token is still there");
+        }
+        let took = Duration::from(governor::clock::Reference::duration_since(
+            &clock.now(),
+            start,
+        ));
+        let period = Duration::from_millis(50);
+        assert!(took <= period * 100 + slack, "{took:?}");
     }
 
     #[test]

@@ -311,9 +311,14 @@ impl EpochTicker {
 
     /// Marks a call as running until the returned guard drops; the epoch advances meanwhile.
     fn running(&self) -> Ticking {
-        let mut state = self.shared.lock();
-        state.calls += 1;
-        if state.calls == 1 {
+        let first = {
+            let mut state = self.shared.lock();
+            state.calls += 1;
+            state.calls == 1
+        };
+        // Notified after the lock is released: the woken thread takes the lock at once, and
+        // would otherwise wake only to wait for it, a second switch per call.
+        if first {
             self.shared.wake.notify_one();
         }
         Ticking(self.shared.clone())
