@@ -78,17 +78,17 @@ impl ApiRate {
     /// covers it (the bucket counts from when the token came due, not from when it was
     /// taken), and a bucket of burst 1, which has none, is never late.
     fn slack(&self) -> Duration {
-        let tolerance = Duration::try_from_secs_f64(f64::from(self.burst - 1) / self.qps / 2.0)
-            .unwrap_or(Duration::MAX);
+        let tolerance =
+            Duration::try_from_secs_f64(f64::from(self.burst.saturating_sub(1)) / self.qps / 2.0)
+                .unwrap_or(Duration::MAX);
         WAKE_GRID.min(tolerance)
     }
 }
 
 /// The grid on which paced requests leave (see [`ApiRate::slack`]). The buckets of the two
-/// outputs run at the same rate, each a token behind the other; on a shared grid the two
-/// writes of one sync leave together, and their responses and watch events come back
-/// together: one wake-up of the process instead of two for each. Where a wake-up is the
-/// main cost (an idle core, a virtual machine), that is most of a paced request's CPU.
+/// outputs run at the same rate but come due at moments of their own; on a shared grid the
+/// two writes of one sync leave in one wake-up of the process instead of two. Where a
+/// wake-up is dear (an idle core, a virtual machine), it is much of a paced request's CPU.
 const WAKE_GRID: Duration = Duration::from_millis(10);
 
 /// `deadline` rounded up to the next multiple of `slack` since `origin`.
