@@ -108,9 +108,9 @@ pub struct Config {
     pub gate: WriteGate,
     /// How informers list the current state: watch-list, or pages of a bounded size.
     pub initial_list: InitialList,
-    /// Pods are listed and watched in protobuf where the server serves it (their streaming
-    /// lists; see [`watch::protobuf`]).
-    pub pods_in_protobuf: bool,
+    /// Pods and Nodes are listed and watched in protobuf where the server serves it (their
+    /// streaming lists; see [`watch::protobuf`]).
+    pub read_in_protobuf: bool,
 }
 
 impl Default for Config {
@@ -132,7 +132,7 @@ impl Default for Config {
             metrics: Arc::default(),
             gate: WriteGate::sole(),
             initial_list: InitialList::default(),
-            pods_in_protobuf: true,
+            read_in_protobuf: true,
         }
     }
 }
@@ -283,7 +283,9 @@ impl Controller {
             "pods",
             watch.clone(),
             // The pods, tens of thousands, are most of what the informers read.
-            self.config.pods_in_protobuf.then_some(pods_in_protobuf),
+            self.config
+                .read_in_protobuf
+                .then_some(watch::protobuf::of_api::<store::wire_pod::protobuf::Pod, _>),
         ));
         if outputs.endpoints {
             pending.insert("endpoints");
@@ -314,12 +316,14 @@ impl Controller {
                 None,
             ));
             informers.spawn(informer(
-                Api::<core::Node>::all(self.clients.shared.clone()),
+                Api::<store::wire_node::WireNode>::all(self.clients.shared.clone()),
                 reflect(Nodes(handle.clone())),
                 synced_tx.clone(),
                 "nodes",
                 watch.clone(),
-                None,
+                self.config
+                    .read_in_protobuf
+                    .then_some(watch::protobuf::of_api::<store::wire_node::protobuf::Node, _>),
             ));
         }
         drop(synced_tx);
@@ -410,16 +414,3 @@ impl Controller {
 
 #[cfg(test)]
 mod tests;
-
-/// The pods informer's watch-list in protobuf, decoded into the pod cache's shape.
-fn pods_in_protobuf(
-    api: &Api<store::wire_pod::WirePod>,
-) -> futures::stream::BoxStream<
-    'static,
-    kube::runtime::watcher::Result<kube::runtime::watcher::Event<store::wire_pod::WirePod>>,
-> {
-    watch::protobuf::watch_list::<store::wire_pod::protobuf::Pod, _>(
-        api.clone().into_client(),
-        api.resource_url().to_owned(),
-    )
-}

@@ -485,11 +485,11 @@ async fn json_logs_carry_ts_level_msg_and_key_and_rust_log_applies() {
     );
 }
 
-/// weir lists and watches pods in protobuf where the server serves it, as
+/// weir lists and watches pods and Nodes in protobuf where the server serves it, as
 /// kube-controller-manager does (kube-apiserver); weir-apiserver answers in JSON, and weir
 /// reads that instead. `--kube-api-content-type application/json` keeps to JSON everywhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pods_are_read_in_protobuf_where_the_server_serves_it() {
+async fn pods_and_nodes_are_read_in_protobuf_where_the_server_serves_it() {
     let c = Cluster::start(web_app()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -519,9 +519,13 @@ async fn pods_are_read_in_protobuf_where_the_server_serves_it() {
             .arg(&kubeconfig);
         let run = Proc::spawn_logging(command);
         let lines = tokio::task::spawn_blocking(move || {
-            let lines = run.read_until("the pods listed, and app/web written", |seen| {
-                seen.iter()
-                    .any(|l| l.contains("\"listed\"") && l.contains("\"pods\""))
+            let lines = run.read_until("the pods and Nodes listed, and app/web written", |seen| {
+                let listed = |kind: &str| {
+                    seen.iter()
+                        .any(|l| l.contains("\"listed\"") && l.contains(&format!("\"{kind}\"")))
+                };
+                listed("pods")
+                    && listed("nodes")
                     && (!writes || seen.iter().any(|l| l.contains("endpoints written")))
             });
             assert!(run.stop("-TERM").success());
@@ -529,12 +533,14 @@ async fn pods_are_read_in_protobuf_where_the_server_serves_it() {
         })
         .await
         .unwrap();
-        let listed: serde_json::Value = lines
-            .iter()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|l| l["msg"] == "listed" && l["kind"] == "pods")
-            .unwrap();
-        assert_eq!(listed["encoding"], expected, "{flags:?}: {listed}");
+        for kind in ["pods", "nodes"] {
+            let listed: serde_json::Value = lines
+                .iter()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|l| l["msg"] == "listed" && l["kind"] == kind)
+                .unwrap();
+            assert_eq!(listed["encoding"], expected, "{kind}, {flags:?}: {listed}");
+        }
         c.wait_ips("app", "web", &["10.1.0.1"], &[]).await;
     }
 }

@@ -214,8 +214,8 @@ pub struct Args {
     )]
     pub initial_list: InitialListArg,
 
-    /// The encoding weir asks the API server for when it lists and watches pods, the
-    /// resource whose volume dominates its reads (kube-controller-manager's
+    /// The encoding weir asks the API server for when it lists and watches pods and Nodes, the
+    /// resources whose volume dominates its reads (kube-controller-manager's
     /// --kube-api-content-type, whose default is protobuf too). Protobuf costs the API server
     /// about half the CPU of JSON to encode, and weir less to decode. It applies to streaming
     /// lists (--initial-list streaming); a server that does not answer in protobuf gets JSON.
@@ -464,7 +464,7 @@ impl Args {
                     page_size: self.list_page_size,
                 },
             },
-            pods_in_protobuf: self.kube_api_content_type == ContentTypeArg::Protobuf,
+            read_in_protobuf: self.kube_api_content_type == ContentTypeArg::Protobuf,
             ..Config::default()
         })
     }

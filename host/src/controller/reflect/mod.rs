@@ -19,6 +19,7 @@ use kube::Resource;
 use crate::controller::handle::Handle;
 use crate::controller::ledger::Ledger;
 use crate::controller::store::slices::NodeView;
+use crate::controller::store::wire_node::WireNode;
 use crate::controller::store::wire_pod::WirePod;
 use crate::controller::store::{CachedPod, key};
 use crate::controller::watch::Change;
@@ -303,10 +304,10 @@ impl Nodes {
     }
 }
 
-impl CacheSide<core::Node> for Nodes {
+impl CacheSide<WireNode> for Nodes {
     type Id = String;
 
-    fn apply(&mut self, node: core::Node) -> String {
+    fn apply(&mut self, WireNode(node): WireNode) -> String {
         let name = node.metadata.name.clone().unwrap_or_default();
         let view = NodeView::from_node(&node);
         let old = self.0.cache.nodes.apply(&name, view.clone());
@@ -314,8 +315,8 @@ impl CacheSide<core::Node> for Nodes {
         name
     }
 
-    fn delete(&mut self, node: core::Node) {
-        self.vanished(node.metadata.name.clone().unwrap_or_default());
+    fn delete(&mut self, WireNode(node): WireNode) {
+        self.vanished(node.metadata.name.unwrap_or_default());
     }
 
     fn cached(&self) -> Vec<String> {

@@ -15,6 +15,8 @@ pub mod key;
 pub mod packed;
 pub mod slices;
 pub mod slim_pod;
+pub mod wire;
+pub mod wire_node;
 pub mod wire_pod;
 
 use crate::model;

@@ -21,34 +21,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq)]
 pub struct WirePod(pub core::Pod);
 
-impl k8s_openapi::Resource for WirePod {
-    const API_VERSION: &'static str = <core::Pod as k8s_openapi::Resource>::API_VERSION;
-    const GROUP: &'static str = <core::Pod as k8s_openapi::Resource>::GROUP;
-    const KIND: &'static str = <core::Pod as k8s_openapi::Resource>::KIND;
-    const VERSION: &'static str = <core::Pod as k8s_openapi::Resource>::VERSION;
-    const URL_PATH_SEGMENT: &'static str = <core::Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT;
-    type Scope = <core::Pod as k8s_openapi::Resource>::Scope;
-}
+super::wire::stands_for!(WirePod, core::Pod, Wire);
 
-impl k8s_openapi::Metadata for WirePod {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.0.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.0.metadata
-    }
-}
-
-impl<'de> Deserialize<'de> for WirePod {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(WirePod(Wire::deserialize(deserializer)?.into()))
-    }
-}
-
-// The wire shapes below name only the fields kept; serde ignores the rest without allocating.
+// The serde shapes name only the fields kept.
 
 #[derive(Deserialize)]
 struct Wire {

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::WirePod;
+use crate::controller::store::wire::{non_empty, present};
 
 /// `core.v1.Pod`, with only what the pod cache reads.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -118,16 +119,6 @@ struct Condition {
 struct PodIp {
     #[prost(string, optional, tag = "1")]
     ip: Option<String>,
-}
-
-/// A string the JSON would have left out when empty.
-fn present(s: Option<String>) -> Option<String> {
-    s.filter(|s| !s.is_empty())
-}
-
-/// A list or map the JSON would have left out when empty.
-fn non_empty<T: IntoIterator + Default + PartialEq>(v: T) -> Option<T> {
-    (v != T::default()).then_some(v)
 }
 
 /// A time as its JSON reads: to the second (metav1.Time's JSON drops the nanoseconds), and

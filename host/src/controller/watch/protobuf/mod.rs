@@ -91,6 +91,16 @@ where
     .boxed()
 }
 
+/// [`watch_list`] of the collection `api` names: what an informer starts when it reads in
+/// protobuf, each object decoded as `P`.
+pub fn of_api<P, K>(api: &kube::Api<K>) -> BoxStream<'static, watcher::Result<Event<K>>>
+where
+    P: Message + Default + 'static,
+    K: From<P> + Resource + Clone + Send + 'static,
+{
+    watch_list::<P, K>(api.clone().into_client(), api.resource_url().to_owned())
+}
+
 enum State {
     /// Nothing listed: the next step starts a watch-list.
     Empty,
@@ -379,20 +389,29 @@ where
             .map_err(|e| invalid(format!("a watch error does not decode: {e}")))?;
         return Ok(Decoded::Error(Box::new(status.into())));
     }
-    let object: K = P::decode(object)
-        .map_err(|e| invalid(format!("the object of a {kind} event does not decode: {e}")))?
-        .into();
+    let does_not_decode = |e: prost::DecodeError| {
+        invalid(format!("the object of a {kind} event does not decode: {e}"))
+    };
     match kind.as_str() {
-        "ADDED" | "MODIFIED" => Ok(Decoded::Applied(object)),
-        "DELETED" => Ok(Decoded::Deleted(object)),
+        "ADDED" | "MODIFIED" => Ok(Decoded::Applied(
+            P::decode(object).map_err(does_not_decode)?.into(),
+        )),
+        "DELETED" => Ok(Decoded::Deleted(
+            P::decode(object).map_err(does_not_decode)?.into(),
+        )),
+        // Read by its own message: `P` keeps only what its cache reads, which need not include
+        // the annotation that ends a watch-list's initial events.
         "BOOKMARK" => {
-            let meta = object.meta();
+            let meta = wire::Bookmark::decode(object)
+                .map_err(does_not_decode)?
+                .metadata
+                .unwrap_or_default();
             Ok(Decoded::Bookmark {
-                rv: meta.resource_version.clone().filter(|rv| !rv.is_empty()),
+                rv: meta.resource_version.filter(|rv| !rv.is_empty()),
                 initial_end: meta
                     .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.get(INITIAL_EVENTS_END).is_some_and(|v| v == "true")),
+                    .get(INITIAL_EVENTS_END)
+                    .is_some_and(|v| v == "true"),
             })
         }
         other => Err(invalid(format!("a watch event of unknown type {other:?}"))),
@@ -488,6 +507,25 @@ pub(crate) mod wire {
         /// The enveloped object.
         #[prost(bytes = "bytes", optional, tag = "1")]
         pub raw: Option<Bytes>,
+    }
+
+    /// The object of a BOOKMARK event: any kind, of which only the metadata counts.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Bookmark {
+        /// Every object's metadata is its field 1.
+        #[prost(message, optional, tag = "1")]
+        pub metadata: Option<BookmarkMeta>,
+    }
+
+    /// What a bookmark's `meta.v1.ObjectMeta` says.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct BookmarkMeta {
+        /// Where a watch resumes.
+        #[prost(string, optional, tag = "6")]
+        pub resource_version: Option<String>,
+        /// `k8s.io/initial-events-end` marks the end of a watch-list's initial events.
+        #[prost(btree_map = "string, string", tag = "12")]
+        pub annotations: std::collections::BTreeMap<String, String>,
     }
 
     /// `meta.v1.Status`.

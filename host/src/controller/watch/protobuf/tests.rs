@@ -3,7 +3,7 @@
 //! protobuf and, at the same moment, in JSON. The JSON, decoded as kube-runtime decodes it,
 //! is what the protobuf decode must match.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -12,6 +12,9 @@ use kube::core::WatchEvent;
 use prost::Message;
 
 use super::*;
+use crate::controller::store::slices::NodeView;
+use crate::controller::store::wire_node::WireNode;
+use crate::controller::store::wire_node::protobuf::Node;
 use crate::controller::store::wire_pod::WirePod;
 use crate::controller::store::wire_pod::protobuf::Pod;
 
@@ -19,6 +22,10 @@ const WATCH_LIST_PB: &[u8] = include_bytes!("testdata/pods.watch-list.pb");
 const WATCH_LIST_JSON: &str = include_str!("testdata/pods.watch-list.json");
 const WATCH_PB: &[u8] = include_bytes!("testdata/pods.watch.pb");
 const WATCH_JSON: &str = include_str!("testdata/pods.watch.json");
+const NODES_WATCH_LIST_PB: &[u8] = include_bytes!("testdata/nodes.watch-list.pb");
+const NODES_WATCH_LIST_JSON: &str = include_str!("testdata/nodes.watch-list.json");
+const NODES_WATCH_PB: &[u8] = include_bytes!("testdata/nodes.watch.pb");
+const NODES_WATCH_JSON: &str = include_str!("testdata/nodes.watch.json");
 const INVALID_WATCH_LIST_PB: &[u8] = include_bytes!("testdata/invalid-watch-list.pb");
 
 /// A stream of the watch events in `chunks`, as a fake server's body.
@@ -28,48 +35,67 @@ fn frames_of(chunks: Vec<Bytes>) -> Frames {
     Frames::new(body)
 }
 
-/// Every event of a protobuf stream, fed in chunks of `chunk` bytes (frames cross them).
-async fn decode_all(stream: &[u8], chunk: usize) -> Vec<Result<Decoded<WirePod>, kube::Error>> {
+/// Every event of a protobuf stream of `P` messages, fed in chunks of `chunk` bytes (frames
+/// cross them).
+async fn decode_all<P, K>(stream: &[u8], chunk: usize) -> Vec<Result<Decoded<K>, kube::Error>>
+where
+    P: Message + Default,
+    K: From<P> + Resource,
+{
     let chunks = stream
         .chunks(chunk)
         .map(Bytes::copy_from_slice)
         .collect::<Vec<_>>();
     let mut frames = frames_of(chunks);
     let mut events = Vec::new();
-    while let Some(event) = frames.next::<Pod, WirePod>().await {
+    while let Some(event) = frames.next::<P, K>().await {
         events.push(event);
     }
     events
 }
 
-fn json_events(stream: &str) -> Vec<WatchEvent<WirePod>> {
+/// Every event of a protobuf stream of `P` messages, comparable.
+async fn seen_in_protobuf<P, K>(stream: &[u8], chunk: usize) -> Vec<Seen<K>>
+where
+    P: Message + Default,
+    K: From<P> + Resource,
+{
+    decode_all::<P, K>(stream, chunk)
+        .await
+        .into_iter()
+        .map(from_protobuf)
+        .collect()
+}
+
+/// Every event of a JSON watch stream, decoded as kube-runtime decodes it, comparable.
+fn seen_in_json<K: serde::de::DeserializeOwned + Clone>(stream: &str) -> Vec<Seen<K>> {
     stream
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+        .map(|line| from_json(serde_json::from_str(line).unwrap()))
         .collect()
 }
 
 /// One event of either encoding, comparable.
 #[derive(Debug, PartialEq)]
-enum Seen {
-    Applied(WirePod),
-    Deleted(WirePod),
+enum Seen<K> {
+    Applied(K),
+    Deleted(K),
     Bookmark(Option<String>, bool),
 }
 
-fn from_protobuf(event: Result<Decoded<WirePod>, kube::Error>) -> Seen {
+fn from_protobuf<K>(event: Result<Decoded<K>, kube::Error>) -> Seen<K> {
     match event.unwrap() {
-        Decoded::Applied(pod) => Seen::Applied(pod),
-        Decoded::Deleted(pod) => Seen::Deleted(pod),
+        Decoded::Applied(o) => Seen::Applied(o),
+        Decoded::Deleted(o) => Seen::Deleted(o),
         Decoded::Bookmark { rv, initial_end } => Seen::Bookmark(rv, initial_end),
         Decoded::Error(status) => panic!("an error event: {status:?}"),
     }
 }
 
-fn from_json(event: WatchEvent<WirePod>) -> Seen {
+fn from_json<K: Clone>(event: WatchEvent<K>) -> Seen<K> {
     match event {
-        WatchEvent::Added(pod) | WatchEvent::Modified(pod) => Seen::Applied(pod),
-        WatchEvent::Deleted(pod) => Seen::Deleted(pod),
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => Seen::Applied(o),
+        WatchEvent::Deleted(o) => Seen::Deleted(o),
         WatchEvent::Bookmark(b) => Seen::Bookmark(
             Some(b.metadata.resource_version),
             b.metadata.annotations.contains_key(INITIAL_EVENTS_END),
@@ -81,24 +107,13 @@ fn from_json(event: WatchEvent<WirePod>) -> Seen {
 #[tokio::test]
 async fn a_watch_list_decodes_to_the_same_pods_as_its_json() {
     for chunk in [1, 7, 4096, WATCH_LIST_PB.len()] {
-        let protobuf: Vec<Seen> = decode_all(WATCH_LIST_PB, chunk)
-            .await
-            .into_iter()
-            .map(from_protobuf)
-            .collect();
-        let json: Vec<Seen> = json_events(WATCH_LIST_JSON)
-            .into_iter()
-            .map(from_json)
-            .collect();
+        let protobuf = seen_in_protobuf::<Pod, WirePod>(WATCH_LIST_PB, chunk).await;
+        let json = seen_in_json::<WirePod>(WATCH_LIST_JSON);
         assert_eq!(protobuf, json, "in chunks of {chunk} bytes");
     }
     // The capture holds what the comparison is for: a terminating pod with every field the
     // cache reads, a bare one, and the bookmark that ends the initial events.
-    let events: Vec<Seen> = decode_all(WATCH_LIST_PB, 4096)
-        .await
-        .into_iter()
-        .map(from_protobuf)
-        .collect();
+    let events = seen_in_protobuf::<Pod, WirePod>(WATCH_LIST_PB, 4096).await;
     let Some(Seen::Applied(WirePod(web))) = events
         .iter()
         .find(|e| matches!(e, Seen::Applied(p) if p.0.metadata.name.as_deref() == Some("web-1")))
@@ -129,15 +144,65 @@ async fn a_watch_list_decodes_to_the_same_pods_as_its_json() {
 
 #[tokio::test]
 async fn a_watch_decodes_to_the_same_changes_as_its_json() {
-    let protobuf: Vec<Seen> = decode_all(WATCH_PB, 13)
-        .await
-        .into_iter()
-        .map(from_protobuf)
-        .collect();
-    let json: Vec<Seen> = json_events(WATCH_JSON).into_iter().map(from_json).collect();
+    let protobuf = seen_in_protobuf::<Pod, WirePod>(WATCH_PB, 13).await;
+    let json = seen_in_json::<WirePod>(WATCH_JSON);
     assert_eq!(protobuf, json);
     assert!(
         matches!(protobuf.last(), Some(Seen::Deleted(_))),
+        "{protobuf:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_node_watch_list_decodes_to_the_same_nodes_as_its_json() {
+    for chunk in [1, 7, 4096, NODES_WATCH_LIST_PB.len()] {
+        let protobuf = seen_in_protobuf::<Node, WireNode>(NODES_WATCH_LIST_PB, chunk).await;
+        let json = seen_in_json::<WireNode>(NODES_WATCH_LIST_JSON);
+        assert_eq!(protobuf, json, "in chunks of {chunk} bytes");
+    }
+    // The capture holds what the comparison is for: a ready Node with a zone and allocatable
+    // CPU among other resources, a control-plane Node whose CPU the server canonicalised
+    // (`1.5` to `1500m`), one with neither labels nor status, and the bookmark.
+    let events = seen_in_protobuf::<Node, WireNode>(NODES_WATCH_LIST_PB, 4096).await;
+    let views: BTreeMap<String, NodeView> = events
+        .iter()
+        .filter_map(|e| match e {
+            Seen::Applied(WireNode(n)) => Some((n.metadata.name.clone()?, NodeView::from_node(n))),
+            _ => None,
+        })
+        .collect();
+    let view = |zone: Option<&str>, ready, cpu_millis, control_plane| NodeView {
+        zone: zone.map(Into::into),
+        ready,
+        cpu_millis,
+        control_plane,
+    };
+    assert_eq!(
+        views,
+        BTreeMap::from([
+            ("bare".to_string(), view(None, false, 0, false)),
+            (
+                "control".to_string(),
+                view(Some("zone-b"), false, 1500, true)
+            ),
+            (
+                "zone-a-ready".to_string(),
+                view(Some("zone-a"), true, 3500, false)
+            ),
+        ])
+    );
+    assert!(matches!(events.last(), Some(Seen::Bookmark(Some(_), true))));
+}
+
+#[tokio::test]
+async fn a_node_watch_decodes_to_the_same_changes_as_its_json() {
+    let protobuf = seen_in_protobuf::<Node, WireNode>(NODES_WATCH_PB, 13).await;
+    let json = seen_in_json::<WireNode>(NODES_WATCH_JSON);
+    assert_eq!(protobuf, json);
+    // Three Nodes as they were, then a relabelled one, one turned ready, one deleted.
+    assert_eq!(protobuf.len(), 6, "{protobuf:?}");
+    assert!(
+        matches!(&protobuf[5], Seen::Deleted(WireNode(n)) if n.metadata.name.as_deref() == Some("zone-a-ready")),
         "{protobuf:?}"
     );
 }
@@ -185,7 +250,7 @@ fn gone() -> Vec<u8> {
 
 #[tokio::test]
 async fn hostile_streams_are_errors_and_end_the_watch() {
-    let cut = decode_all(&frame(&[1, 2, 3, 4, 5])[..6], 5).await;
+    let cut = decode_all::<Pod, WirePod>(&frame(&[1, 2, 3, 4, 5])[..6], 5).await;
     assert_eq!(cut.len(), 1);
     assert!(
         matches!(&cut[0], Err(e) if e.to_string().contains("ended inside a frame")),
@@ -213,7 +278,7 @@ async fn hostile_streams_are_errors_and_end_the_watch() {
         // A valid event after the bad one must not be read: the stream is out of step.
         let mut stream = bytes;
         stream.extend(WATCH_PB);
-        let events = decode_all(&stream, 5).await;
+        let events = decode_all::<Pod, WirePod>(&stream, 5).await;
         assert_eq!(events.len(), 1, "{what}: {} events", events.len());
         let Err(e) = &events[0] else {
             panic!("{what}: decoded");
@@ -341,10 +406,10 @@ async fn a_watch_list_resumes_where_it_ended_and_lists_again_when_gone() {
         "{first}"
     );
     // Resumed from the bookmark that ended the initial events, then from the last deletion.
-    let bookmark = json_events(WATCH_LIST_JSON)
+    let bookmark = seen_in_json::<WirePod>(WATCH_LIST_JSON)
         .into_iter()
         .find_map(|e| match e {
-            WatchEvent::Bookmark(b) => Some(b.metadata.resource_version),
+            Seen::Bookmark(rv, true) => rv,
             _ => None,
         })
         .unwrap();
@@ -354,8 +419,8 @@ async fn a_watch_list_resumes_where_it_ended_and_lists_again_when_gone() {
         asked[1].0
     );
     assert!(!asked[1].0.contains("sendInitialEvents"), "{}", asked[1].0);
-    let deleted = match json_events(WATCH_JSON).pop() {
-        Some(WatchEvent::Deleted(p)) => p.0.metadata.resource_version.unwrap(),
+    let deleted = match seen_in_json::<WirePod>(WATCH_JSON).pop() {
+        Some(Seen::Deleted(p)) => p.0.metadata.resource_version.unwrap(),
         other => panic!("{other:?}"),
     };
     assert!(
