@@ -6,7 +6,7 @@ CARGO ?= cargo
 export WEIR_TOOLS_DIR ?= $(CURDIR)/target/tools
 export PATH := $(WEIR_TOOLS_DIR)/bin:$(WEIR_TOOLS_DIR)/venv/bin:$(PATH)
 
-.PHONY: image demo test tools doctor policies lint fmt-check wasm-target upstream conformance jco e2e-real cluster-e2e
+.PHONY: image demo test tools doctor policies lint fmt-check wasm-target upstream upstream-prebuild conformance jco e2e-real cluster-e2e
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -145,6 +145,18 @@ e2e-real: upstream wasm-target
 		$(CARGO) test -p weir --test e2e -- --exact $(foreach t,$(E2E_NOT_APPLICABLE),--skip $(t))
 	@echo "$(words $(E2E_NOT_APPLICABLE)) not applicable on kube-apiserver ($(E2E_NOT_APPLICABLE_FILE))"
 
+# The Go packages whose tests `make conformance` runs.
+UPSTREAM_TEST_PACKAGES := . ./internal/... ./sidebyside/ ./conformance/ ./apidiff/ ./clustere2e/ ./e2e/...
+
+## upstream-prebuild: compile what `make conformance` runs in Go (vet, the test binaries, the
+## differential driver) without running any of it, so that Go's cache is warm when it does
+# .ci/run does this beside the Rust build, whose single-crate stretches leave a core idle.
+# `-run '^$$'` matches no test: each binary is built and started, and runs none.
+upstream-prebuild:
+	cd tests/upstream && CGO_ENABLED=0 go vet ./...
+	cd tests/upstream && CGO_ENABLED=0 go test -count=1 -run '^$$' $(UPSTREAM_TEST_PACKAGES) >/dev/null
+	cd tests/upstream && CGO_ENABLED=0 go build -o /dev/null ./conformance
+
 ## conformance: the real-server tier: weir and upstream's controllers against kube-apiserver
 # The e2e tests against kube-apiserver first (e2e-real), then the harness's own tests and the
 # differential run. CGO_ENABLED=0 everywhere, as build.sh builds: another cgo setting would
@@ -164,7 +176,7 @@ conformance: upstream wasm-target e2e-real
 	cd tests/upstream && test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	cd tests/upstream && CGO_ENABLED=0 go vet ./...
 	cd tests/upstream && CGO_ENABLED=0 KUBE_HARNESS=$(abspath $(KUBE_HARNESS)) WEIR=$(abspath $(WEIR_BIN)) \
-		go test -count=1 . ./internal/... ./sidebyside/ ./conformance/ ./apidiff/ ./clustere2e/ ./e2e/...
+		go test -count=1 $(UPSTREAM_TEST_PACKAGES)
 	cd tests/upstream && CGO_ENABLED=0 go run ./conformance --harness $(abspath $(KUBE_HARNESS)) \
 		--weir $(abspath $(WEIR_BIN)) --scenarios $(CONFORMANCE_SCENARIOS) --seed $(CONFORMANCE_SEED) \
 		--parallel $(CONFORMANCE_PARALLEL) --spec all

@@ -187,7 +187,14 @@ impl Clients {
 /// separate burst can be set.
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
-    limiter: Arc<DefaultDirectRateLimiter>,
+    bucket: Arc<Bucket>,
+}
+
+/// One bucket of an [`ApiRate`], shared by the services of a layer.
+#[derive(Debug)]
+struct Bucket {
+    limiter: DefaultDirectRateLimiter,
+    /// How late a paced request may leave ([`ApiRate::slack`]).
     slack: Duration,
 }
 
@@ -195,8 +202,10 @@ impl RateLimitLayer {
     /// A layer whose services share one bucket of `rate`.
     pub fn new(rate: ApiRate) -> Result<Self, RateError> {
         Ok(Self {
-            limiter: Arc::new(RateLimiter::direct(rate.quota()?)),
-            slack: rate.slack(),
+            bucket: Arc::new(Bucket {
+                limiter: RateLimiter::direct(rate.quota()?),
+                slack: rate.slack(),
+            }),
         })
     }
 }
@@ -207,8 +216,7 @@ impl<S> Layer<S> for RateLimitLayer {
     fn layer(&self, inner: S) -> RateLimit<S> {
         RateLimit {
             inner,
-            limiter: self.limiter.clone(),
-            slack: self.slack,
+            bucket: self.bucket.clone(),
             wait: None,
             admitted: false,
         }
@@ -220,9 +228,7 @@ type Wait = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// A service that is ready only once its bucket gives a token (see [`RateLimitLayer`]).
 pub struct RateLimit<S> {
     inner: S,
-    limiter: Arc<DefaultDirectRateLimiter>,
-    /// How late a paced request may leave ([`ApiRate::slack`]).
-    slack: Duration,
+    bucket: Arc<Bucket>,
     /// The wait for the next token, while one is pending.
     wait: Option<Wait>,
     /// A token was taken for the next `call`.
@@ -233,7 +239,7 @@ impl<S> std::fmt::Debug for RateLimit<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimit")
             .field("admitted", &self.admitted)
-            .field("slack", &self.slack)
+            .field("slack", &self.bucket.slack)
             .finish_non_exhaustive()
     }
 }
@@ -248,10 +254,10 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         if !self.admitted {
-            let (limiter, slack) = (&self.limiter, self.slack);
+            let bucket = &self.bucket;
             let wait = self.wait.get_or_insert_with(|| {
-                let limiter = limiter.clone();
-                Box::pin(async move { until_ready(&limiter, slack).await })
+                let bucket = bucket.clone();
+                Box::pin(async move { until_ready(&bucket.limiter, bucket.slack).await })
             });
             ready!(wait.as_mut().poll(cx));
             self.wait = None;
@@ -358,7 +364,8 @@ mod tests {
 
     #[test]
     fn deadlines_round_up_to_the_shared_grid() {
-        let origin = tokio::time::Instant::now();
+        // A second ahead of now, so that a deadline before it always exists.
+        let origin = tokio::time::Instant::now() + Duration::from_secs(1);
         let ms = Duration::from_millis;
         let grid = |after: u64, slack: u64| on_grid(origin, origin + ms(after), ms(slack)) - origin;
         assert_eq!(grid(23, 10), ms(30));
@@ -369,7 +376,7 @@ mod tests {
         // No slack: the deadline itself.
         assert_eq!(grid(23, 0), ms(23));
         // Before the origin (a wait computed from an earlier clock): not moved.
-        let before = origin.checked_sub(ms(5)).unwrap_or(origin);
+        let before = origin - ms(5);
         assert_eq!(on_grid(origin, before, ms(10)), before);
     }
 
