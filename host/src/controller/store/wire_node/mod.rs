@@ -57,50 +57,30 @@ struct Condition {
     status: String,
 }
 
-/// The `core::Node` that holds what the cache reads.
-fn node(
-    meta: Meta,
-    allocatable: Option<BTreeMap<String, Quantity>>,
-    conditions: Option<Vec<(String, String)>>,
-    has_status: bool,
-) -> core::Node {
-    core::Node {
-        metadata: ObjectMeta {
-            name: meta.name,
-            resource_version: meta.resource_version,
-            labels: meta.labels,
-            ..Default::default()
-        },
-        spec: None,
-        status: has_status.then(|| core::NodeStatus {
-            allocatable,
-            conditions: conditions.map(|cs| {
-                cs.into_iter()
-                    .map(|(type_, status)| core::NodeCondition {
-                        type_,
-                        status,
-                        ..Default::default()
-                    })
-                    .collect()
-            }),
-            ..Default::default()
-        }),
-    }
-}
-
 impl From<Wire> for core::Node {
     fn from(w: Wire) -> Self {
-        let has_status = w.status.is_some();
-        let (allocatable, conditions) = w
-            .status
-            .map(|s| {
-                let conditions = s
-                    .conditions
-                    .map(|cs| cs.into_iter().map(|c| (c.kind, c.status)).collect());
-                (s.allocatable, conditions)
-            })
-            .unwrap_or_default();
-        node(w.metadata, allocatable, conditions, has_status)
+        core::Node {
+            metadata: ObjectMeta {
+                name: w.metadata.name,
+                resource_version: w.metadata.resource_version,
+                labels: w.metadata.labels,
+                ..Default::default()
+            },
+            spec: None,
+            status: w.status.map(|s| core::NodeStatus {
+                allocatable: s.allocatable,
+                conditions: s.conditions.map(|cs| {
+                    cs.into_iter()
+                        .map(|c| core::NodeCondition {
+                            type_: c.kind,
+                            status: c.status,
+                            ..Default::default()
+                        })
+                        .collect()
+                }),
+                ..Default::default()
+            }),
+        }
     }
 }
 

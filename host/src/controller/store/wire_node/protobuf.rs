@@ -55,26 +55,33 @@ struct Condition {
     status: Option<String>,
 }
 
+/// Into the JSON shapes of the parent module, which make the `core::Node`: one conversion for
+/// both encodings.
 impl From<Node> for WireNode {
     fn from(node: Node) -> Self {
         let m = node.metadata.unwrap_or_default();
-        let meta = super::Meta {
-            name: present(m.name),
-            resource_version: present(m.resource_version),
-            labels: non_empty(m.labels),
+        let wire = super::Wire {
+            metadata: super::Meta {
+                name: present(m.name),
+                resource_version: present(m.resource_version),
+                labels: non_empty(m.labels),
+            },
+            status: node.status.map(|s| super::Status {
+                allocatable: non_empty(s.allocatable).map(|a| {
+                    a.into_iter()
+                        .map(|(name, q)| (name, FullQuantity(q.string.unwrap_or_default())))
+                        .collect()
+                }),
+                conditions: non_empty(s.conditions).map(|cs| {
+                    cs.into_iter()
+                        .map(|c| super::Condition {
+                            kind: c.kind.unwrap_or_default(),
+                            status: c.status.unwrap_or_default(),
+                        })
+                        .collect()
+                }),
+            }),
         };
-        let has_status = node.status.is_some();
-        let status = node.status.unwrap_or_default();
-        let allocatable = non_empty(status.allocatable).map(|a| {
-            a.into_iter()
-                .map(|(name, q)| (name, FullQuantity(q.string.unwrap_or_default())))
-                .collect()
-        });
-        let conditions = non_empty(status.conditions).map(|cs| {
-            cs.into_iter()
-                .map(|c| (c.kind.unwrap_or_default(), c.status.unwrap_or_default()))
-                .collect()
-        });
-        WireNode(super::node(meta, allocatable, conditions, has_status))
+        WireNode(wire.into())
     }
 }
