@@ -382,6 +382,7 @@ impl Controller {
             workers.spawn(worker(
                 self.syncer.clone(),
                 handle.clone(),
+                reflect::triggers::slice_delay(self.config.batch_period),
                 shutdown.clone(),
             ));
         }

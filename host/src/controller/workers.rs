@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::controller::handle::Handle;
-use crate::controller::ledger::Ledger;
+use crate::controller::ledger::{Ledger, Requeue};
 use crate::controller::sync::{SyncError, Syncer};
 use crate::metrics::{ResultLabel, WriteLabels};
 use crate::queue::Retry;
@@ -74,7 +74,14 @@ pub async fn recheck_after_resets(handle: Handle, ledger: Arc<Ledger>) {
     }
 }
 
-pub async fn worker(syncer: Arc<Syncer>, handle: Handle, shutdown: CancellationToken) {
+/// Takes keys from the queue and syncs each, until the queue shuts down. `slice_delay` is
+/// how long a slice event waits before its Service's sync (R1.15).
+pub async fn worker(
+    syncer: Arc<Syncer>,
+    handle: Handle,
+    slice_delay: Duration,
+    shutdown: CancellationToken,
+) {
     let metrics = &handle.metrics;
     while let Some(k) = handle.queue.get().await {
         // No sync starts from caches that may mix two API servers (see `consistency`).
@@ -89,6 +96,12 @@ pub async fn worker(syncer: Arc<Syncer>, handle: Handle, shutdown: CancellationT
         }
         let started = std::time::Instant::now();
         let result = syncer.sync(&k).await;
+        // Watch events held while the sync wrote, now judged (`ledger::held`).
+        match syncer.ledger.take_requeue(&k) {
+            Some(Requeue::Now) => handle.enqueue(k.clone()),
+            Some(Requeue::AfterSliceDelay) => handle.enqueue_after(k.clone(), slice_delay),
+            None => {}
+        }
         if matches!(result, Err(SyncError::Inconsistent(_))) {
             // A reset came during the sync: it waits for the gate again, without a retry
             // counted against it.

@@ -6,6 +6,8 @@
 //!   R6.4): Endpoints are tracked by resourceVersion ([`StaleTracker`]), slices by generation
 //!   ([`SliceTracker`]).
 //! - The Endpoints deletes weir owes ([`OwedDeletes`]).
+//! - The watch events that come while weir writes their key, held until the write's response
+//!   tells whether they are weir's own ([`held`]).
 //!
 //! It is the one piece of state the stages share, and a leaf: it knows the caches and nothing
 //! of the stages. The write stage records into it; the sync's first stage asks whether the
@@ -15,6 +17,7 @@
 //! are forgotten, since the new server's history has none of them; the owed deletes stay, for
 //! the relist settles which Services are gone.
 
+pub mod held;
 pub mod owed;
 pub mod slices;
 
@@ -26,6 +29,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::controller::store::Cache;
 use crate::controller::store::Key;
 use crate::model::labels::{is_managed, service_key};
+use held::Held;
 use owed::OwedDeletes;
 use slices::SliceTracker;
 
@@ -47,10 +51,26 @@ impl Ledger {
         self.slices.clear();
     }
 
-    /// Whether a watched Endpoints version is weir's own last write of `key` coming back (see
+    /// Whether a watched Endpoints version is weir's own last write of `key` coming back, or
+    /// held until weir's write of `key` in flight is recorded (see
     /// [`StaleTracker::is_own_write`]).
     pub fn is_own_endpoints_write(&self, key: &str, resource_version: Option<&str>) -> bool {
         self.endpoints.is_own_write(key, resource_version)
+    }
+
+    /// After a sync of `key`: whether a watch event held while it wrote turned out to be
+    /// someone else's change, so the key needs another sync ([`held`]).
+    pub fn take_requeue(&self, key: &str) -> Option<Requeue> {
+        // Both are taken: each is answered once.
+        let endpoints = self.endpoints.held.take_asked(key);
+        let slices = self.slices.take_asked(key);
+        if endpoints {
+            Some(Requeue::Now)
+        } else if slices {
+            Some(Requeue::AfterSliceDelay)
+        } else {
+            None
+        }
     }
 
     /// Whether the cached slices of `key` show every write weir made; when they do not, the
@@ -87,6 +107,15 @@ impl Ledger {
     }
 }
 
+/// How soon a key goes back to the queue after a watch event held during its sync's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requeue {
+    /// At once, as an Endpoints event queues its key.
+    Now,
+    /// After the delay of slice-driven syncs, as a slice event queues its Service (R1.15).
+    AfterSliceDelay,
+}
+
 /// Remembers, per key, the resourceVersion weir's own last update superseded (upstream's
 /// stale tracker) and the one its last write stored, until the Endpoints watch brings that
 /// write back.
@@ -95,6 +124,8 @@ pub struct StaleTracker {
     stale: Mutex<HashMap<String, String>>,
     /// resourceVersions of weir's own writes whose watch event has not come yet.
     written: Mutex<HashMap<String, String>>,
+    /// resourceVersions watched while weir writes their key.
+    held: Held<Option<String>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -121,9 +152,26 @@ impl StaleTracker {
         }
     }
 
+    /// Holds the Endpoints events of `key` while weir writes them, until the returned guard
+    /// drops (after [`wrote`](Self::wrote), or without it when the write failed); each is then
+    /// judged as [`is_own_write`](Self::is_own_write) judges one that comes after the write.
+    pub fn hold(&self, key: &str) -> impl Sized + '_ {
+        self.held.hold(key, |key, rv: &Option<String>| {
+            !self.came_back(key, rv.as_deref())
+        })
+    }
+
     /// Whether a watched Endpoints version is weir's own last write of `key` coming back;
-    /// once it has come back it is forgotten.
+    /// once it has come back it is forgotten. While weir writes `key` the version is held
+    /// instead, and judged when the write ends (see [`hold`](Self::hold)): true until then.
     pub fn is_own_write(&self, key: &str, resource_version: Option<&str>) -> bool {
+        self.held
+            .holds(key, || resource_version.map(str::to_string))
+            || self.came_back(key, resource_version)
+    }
+
+    /// Whether `resource_version` is weir's own last write of `key` (forgotten if so).
+    fn came_back(&self, key: &str, resource_version: Option<&str>) -> bool {
         let mut written = locked(&self.written);
         let own =
             resource_version.is_some() && written.get(key).map(String::as_str) == resource_version;

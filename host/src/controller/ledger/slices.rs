@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+use crate::controller::ledger::held::Held;
 use crate::controller::writer::StoredMeta;
 use crate::model::labels::service_key;
 
@@ -55,6 +56,8 @@ pub struct SliceTracker {
     /// Services whose last sync failed because the cache had not caught up yet: the slice
     /// event that catches it up queues them at once (see [`SliceTracker::waiting_for`]).
     waiting: Mutex<HashSet<String>>,
+    /// Slice versions (UID, generation) watched while weir writes their Service's slices.
+    held: Held<(String, i64)>,
 }
 
 impl SliceTracker {
@@ -79,15 +82,44 @@ impl SliceTracker {
     }
 
     /// Whether a slice event calls for a sync of its Service (R6.3): the Service or the slice
-    /// is unknown, or someone else moved the slice past the generation weir wrote.
+    /// is unknown, or someone else moved the slice past the generation weir wrote. While weir
+    /// writes the Service's slices the event is held instead, and judged when the writes end
+    /// (see [`hold`](Self::hold)): false until then.
     pub fn should_sync(&self, slice: &EndpointSlice) -> bool {
         let Some(service) = service_key(slice) else {
             return true;
         };
-        match self.lock().get(&service).and_then(|s| s.get(slice.uid())) {
-            None => true,
-            Some(&tracked) => slice.generation() > tracked,
+        if self
+            .held
+            .holds(&service, || (slice.uid().to_string(), slice.generation()))
+        {
+            return false;
         }
+        self.is_past_ours(&service, slice.uid(), slice.generation())
+    }
+
+    /// Whether a slice version is unknown to weir or past the generation weir wrote.
+    fn is_past_ours(&self, service: &str, uid: &str, generation: i64) -> bool {
+        match self.lock().get(service).and_then(|s| s.get(uid)) {
+            None => true,
+            Some(&tracked) => generation > tracked,
+        }
+    }
+
+    /// Holds the slice events of `service` while weir writes its slices, until the returned
+    /// guard drops (after every [`written`](Self::written), or early when a write failed);
+    /// each is then judged as [`should_sync`](Self::should_sync) judges one that comes after.
+    pub fn hold(&self, service: &str) -> impl Sized + '_ {
+        self.held
+            .hold(service, |service, (uid, generation): &(String, i64)| {
+                self.is_past_ours(service, uid, *generation)
+            })
+    }
+
+    /// Whether a slice event held while weir wrote `service`'s slices calls for a sync of it;
+    /// answered once.
+    pub fn take_asked(&self, service: &str) -> bool {
+        self.held.take_asked(service)
     }
 
     /// Whether weir tracks this slice.

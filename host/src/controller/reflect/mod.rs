@@ -205,8 +205,9 @@ impl CacheSide<core::Endpoints> for EndpointsObjects {
         // nothing to do, and it would race the watch of the slices written in the same
         // sync and fail as stale. Before the first sync the leftover sweep covers every
         // object instead.
-        let own = self.ledger.is_own_endpoints_write(&k, rv.as_deref());
-        if h.is_synced() && !own && old.is_none_or(|old_rv| old_rv != rv) {
+        // Asked last: a version that would queue nothing is not held for a write in flight.
+        let changed = old.is_none_or(|old_rv| old_rv != rv);
+        if h.is_synced() && changed && !self.ledger.is_own_endpoints_write(&k, rv.as_deref()) {
             h.enqueue(k.clone());
         }
         k

@@ -115,28 +115,33 @@ impl EndpointsOutput<'_> {
                 tracing::debug!(%key, "the Service is gone; not creating its Endpoints again");
                 Ok(SyncOutcome::Unchanged)
             }
-            Action::Create(ep) => match self.sink.writer.store(key, namespace, &ep, true).await {
-                Ok(written) => {
-                    if let Written::Stored(stored) = written {
-                        self.stale.wrote(key, stored.resource_version);
+            Action::Create(ep) => {
+                // The write's own event may come before its response (see `ledger::held`).
+                let held = self.stale.hold(key);
+                let written = self.sink.writer.store(key, namespace, &ep, true).await;
+                if let Ok(Written::Stored(stored)) = &written {
+                    self.stale.wrote(key, stored.resource_version.clone());
+                }
+                drop(held);
+                match written {
+                    Ok(_) => Ok(SyncOutcome::Written("create")),
+                    Err(e) if is_namespace_terminating(&e) => {
+                        tracing::debug!(%key, "namespace is terminating; not creating endpoints");
+                        Ok(SyncOutcome::NamespaceTerminating)
                     }
-                    Ok(SyncOutcome::Written("create"))
+                    Err(e) => {
+                        let message = format!("Failed to create endpoint for service {key}: {e}");
+                        self.sink
+                            .events
+                            .warn(namespace, name, uid, "FailedToCreateEndpoint", &message)
+                            .await;
+                        Err(write_error("create", e))
+                    }
                 }
-                Err(e) if is_namespace_terminating(&e) => {
-                    tracing::debug!(%key, "namespace is terminating; not creating endpoints");
-                    Ok(SyncOutcome::NamespaceTerminating)
-                }
-                Err(e) => {
-                    let message = format!("Failed to create endpoint for service {key}: {e}");
-                    self.sink
-                        .events
-                        .warn(namespace, name, uid, "FailedToCreateEndpoint", &message)
-                        .await;
-                    Err(write_error("create", e))
-                }
-            },
+            }
             Action::Update(ep) => {
                 let sent = ep.metadata.resource_version.clone().unwrap_or_default();
+                let _held = self.stale.hold(key);
                 match self.sink.writer.store(key, namespace, &ep, false).await {
                     Ok(Written::Stored(stored)) => {
                         if stored
@@ -186,6 +191,9 @@ impl SlicesOutput<'_> {
         epoch: Epoch,
     ) -> Result<usize, SyncError> {
         let mut written = 0;
+        // The writes' own events may come before their responses (see `ledger::held`).
+        let _held =
+            (!plan.create.is_empty() || !plan.update.is_empty()).then(|| self.tracker.hold(key));
         let result = self
             .write_in_order(
                 key,
