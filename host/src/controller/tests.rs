@@ -674,10 +674,18 @@ async fn a_change_by_someone_else_held_during_the_writes_queues_the_service_afte
         assert_eq!((stats.depth, stats.delayed), (0, 0), "{edited}: held");
         release.add_permits(2);
         sync.await.unwrap().unwrap();
+        // What the worker does after each sync: the key goes back to the queue.
+        let delay = Duration::from_secs(1);
+        crate::controller::workers::requeue_held(&h, &syncer.ledger, "ns/foo", delay);
+        let stats = h.queue.stats();
+        let expected = match requeue {
+            Requeue::Now => (1, 0),
+            Requeue::AfterSliceDelay => (0, 1),
+        };
         assert_eq!(
-            syncer.ledger.take_requeue("ns/foo"),
-            Some(requeue),
-            "{edited}: someone else's change"
+            (stats.depth, stats.delayed),
+            expected,
+            "{edited}: someone else's change queues the key again"
         );
         assert_eq!(syncer.ledger.take_requeue("ns/foo"), None, "answered once");
         server.shutdown().await;

@@ -96,12 +96,7 @@ pub async fn worker(
         }
         let started = std::time::Instant::now();
         let result = syncer.sync(&k).await;
-        // Watch events held while the sync wrote, now judged (`ledger::held`).
-        match syncer.ledger.take_requeue(&k) {
-            Some(Requeue::Now) => handle.enqueue(k.clone()),
-            Some(Requeue::AfterSliceDelay) => handle.enqueue_after(k.clone(), slice_delay),
-            None => {}
-        }
+        requeue_held(&handle, &syncer.ledger, &k, slice_delay);
         if matches!(result, Err(SyncError::Inconsistent(_))) {
             // A reset came during the sync: it waits for the gate again, without a retry
             // counted against it.
@@ -140,6 +135,16 @@ pub async fn worker(
             }
         }
         handle.queue.done(&k);
+    }
+}
+
+/// Queues `key` again when a watch event held while its sync wrote turned out to be someone
+/// else's change (`ledger::held`): at once for Endpoints, after `slice_delay` for a slice.
+pub(super) fn requeue_held(handle: &Handle, ledger: &Ledger, key: &str, slice_delay: Duration) {
+    match ledger.take_requeue(key) {
+        Some(Requeue::Now) => handle.enqueue(key.to_string()),
+        Some(Requeue::AfterSliceDelay) => handle.enqueue_after(key.to_string(), slice_delay),
+        None => {}
     }
 }
 
