@@ -9,7 +9,9 @@
 //! the events of that output and key are held, and judged once the write is recorded.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
+
+use super::locked;
 
 /// The events held for keys being written, and the keys whose held events asked for a sync.
 #[derive(Debug)]
@@ -32,10 +34,6 @@ struct Holding<E> {
     /// Writes of the key in flight.
     writes: usize,
     events: Vec<E>,
-}
-
-fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<E> Held<E> {

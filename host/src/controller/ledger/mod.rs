@@ -128,6 +128,8 @@ pub struct StaleTracker {
     held: Held<Option<String>>,
 }
 
+/// Locks `m`, also after a holder panicked: no holder leaves a map half-updated. Shared by the
+/// ledger's modules.
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

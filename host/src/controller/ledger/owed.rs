@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use super::locked;
 use crate::controller::store::Key;
 
 /// Keys whose Endpoints weir may delete, and keys whose Endpoints vanished while their
@@ -22,10 +23,6 @@ pub struct OwedDeletes {
     /// Service's own; a create for such a key first asks the API server whether the Service
     /// still exists (docs/design/conformance-findings.md, finding F6).
     vanished: Mutex<HashSet<Key>>,
-}
-
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl OwedDeletes {
